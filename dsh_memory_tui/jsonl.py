@@ -1,0 +1,366 @@
+"""The safe file: locked appends, an offset tail reader, quarantine, atomic replace.
+
+This layer knows bytes and lines, not records. Every path it touches is checked first: a
+symlink or anything but a regular file is ``UNSAFE_PATH`` and is never followed. Files are
+created 0600 and directories 0700 whatever the umask.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from .errors import StoreError
+
+MAX_STORE_BYTES = 8 * 1024 * 1024
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CHUNK = 1 << 20
+
+
+def _unsafe(path: Path, why: str) -> StoreError:
+    return StoreError("UNSAFE_PATH", f"{path}: {why}; refusing to use it")
+
+
+def _io_error(path: Path, action: str, exc: OSError) -> StoreError:
+    if exc.errno == errno.ELOOP:
+        return _unsafe(path, "is a symlink")
+    if exc.errno == errno.ENOSPC:
+        return StoreError("WRITE_FAILED", f"{path}: {action} failed: the disk is full")
+    return StoreError("WRITE_FAILED", f"{path}: {action} failed: {exc.strerror or exc}")
+
+
+def check_path(path: Path) -> bool:
+    """True if ``path`` is a regular file, False if absent; ``UNSAFE_PATH`` for anything else."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _io_error(path, "stat", exc) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _unsafe(path, "is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise _unsafe(path, "is not a regular file")
+    return True
+
+
+def check_dir(path: Path) -> bool:
+    """True if ``path`` is a safe directory, False if absent; ``UNSAFE_PATH`` otherwise.
+
+    Safe: a real directory (not a symlink) that no other user can write to.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _io_error(path, "stat", exc) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _unsafe(path, "is a symlink to a directory")
+    if not stat.S_ISDIR(st.st_mode):
+        raise _unsafe(path, "is not a directory")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise _unsafe(path, "is writable by other users")
+    return True
+
+
+def ensure_dir(path: Path) -> None:
+    """Create ``path`` and missing parents 0700 (whatever the umask), then check it."""
+    missing: list[Path] = []
+    p = path
+    while not os.path.lexists(p):
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _io_error(d, "creating the directory", exc) from None
+        os.chmod(d, DIR_MODE)
+    check_dir(path)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _open_private(path: Path, flags: int) -> int:
+    """Open for writing with O_NOFOLLOW; a file we create is 0600; non-regular is refused."""
+    check_path(path)
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, FILE_MODE)
+    except OSError as exc:
+        raise _io_error(path, "opening", exc) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _unsafe(path, "is not a regular file")
+    if stat.S_IMODE(st.st_mode) != FILE_MODE and st.st_uid == os.geteuid():
+        os.fchmod(fd, FILE_MODE)
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, "short write")
+        view = view[n:]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a 0600 temporary in the same directory, fsync, rename,
+    fsync the directory. Raises ``UNSAFE_PATH`` or ``WRITE_FAILED``; ``path`` is then unchanged.
+    """
+    check_path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except StoreError:
+        raise
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _io_error(path, "writing", exc) from None
+    try:
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise _io_error(path.parent, "syncing the directory", exc) from None
+
+
+def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | None:
+    """Read ``path`` from ``offset`` to its end without following links or blocking.
+
+    None if the file does not exist; ``UNSAFE_PATH`` if it is a link, FIFO, directory...
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _unsafe(path, "is a symlink") from None
+        raise StoreError("READ_FAILED", f"{path}: cannot open: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _unsafe(path, "is not a regular file")
+        if offset >= st.st_size:
+            return st, b""
+        chunks = []
+        pos = offset
+        while True:
+            chunk = os.pread(fd, max(_CHUNK, st.st_size - pos), pos)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            pos += len(chunk)
+        return st, b"".join(chunks)
+    except OSError as exc:
+        raise StoreError("READ_FAILED", f"{path}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+@dataclass(slots=True)
+class TailChunk:
+    """What a ``TailReader.read`` found: complete new lines, and whether to start over."""
+
+    reset: bool
+    lines: list[bytes]
+    first_line_no: int  # 1-based number of lines[0] in the file
+    exists: bool
+    size: int
+    torn: bool  # the file ends in a partial line (a write in progress, or a crashed writer)
+
+
+@dataclass(slots=True)
+class TailReader:
+    """Reads only the bytes appended since the last call; starts over when the file is
+    replaced (inode change) or shrinks below the offset. Takes no lock.
+    """
+
+    path: Path
+    offset: int = 0
+    line_count: int = 0
+    identity: tuple[int, int] | None = None
+    _size: int = field(default=0, repr=False)
+
+    def read(self) -> TailChunk:
+        got = read_file(self.path, 0)
+        return self._consume(got, full=True)
+
+    def read_new(self) -> TailChunk:
+        """Only what was appended since the last read (the whole file the first time)."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            same = self.identity == (st.st_dev, st.st_ino) and st.st_size >= self.offset
+            if same and st.st_size == self._size:
+                return TailChunk(False, [], self.line_count + 1, True, st.st_size, self._torn())
+            if same:
+                got = read_file(self.path, self.offset)
+                if got is not None and (got[0].st_dev, got[0].st_ino) == self.identity:
+                    return self._take(got[0], got[1], reset=False)
+        got = read_file(self.path, 0)
+        return self._consume(got, full=True)
+
+    def _torn(self) -> bool:
+        return self._size > self.offset
+
+    def _consume(self, got: tuple[os.stat_result, bytes] | None, full: bool) -> TailChunk:
+        self.offset = 0
+        self.line_count = 0
+        if got is None:
+            self.identity = None
+            self._size = 0
+            return TailChunk(True, [], 1, False, 0, False)
+        return self._take(got[0], got[1], reset=full)
+
+    def _take(self, st: os.stat_result, data: bytes, reset: bool) -> TailChunk:
+        self.identity = (st.st_dev, st.st_ino)
+        end = data.rfind(b"\n") + 1
+        lines = data[:end].split(b"\n")[:-1] if end else []
+        first = self.line_count + 1
+        self.offset += end
+        self.line_count += len(lines)
+        self._size = self.offset + len(data) - end
+        return TailChunk(reset, lines, first, True, self._size, self._size > self.offset)
+
+
+class SafeFile:
+    """One data file with its ``.lock``, ``.bak`` and ``.corrupt`` neighbours."""
+
+    def __init__(self, path: Path, lock_timeout: float) -> None:
+        self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
+        self.bak_path = path.with_name(path.name + ".bak")
+        self.corrupt_path = path.with_name(path.name + ".corrupt")
+        self.lock_timeout = lock_timeout
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold ``<file>.lock``; ``LOCK_TIMEOUT`` after the timeout, never a hang."""
+        ensure_dir(self.path.parent)
+        check_path(self.path)
+        if not check_path(self.lock_path):
+            with contextlib.suppress(FileExistsError):
+                os.close(_open_private(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        lock = FileLock(
+            self.lock_path, timeout=self.lock_timeout, mode=FILE_MODE, preserve_lock_file=True
+        )
+        try:
+            lock.acquire()
+        except Timeout:
+            raise StoreError(
+                "LOCK_TIMEOUT",
+                f"{self.lock_path} is held by another process "
+                f"(waited {self.lock_timeout:g} s; DSH_LOCK_TIMEOUT sets the wait)",
+            ) from None
+        except OSError as exc:
+            raise _io_error(self.lock_path, "locking", exc) from None
+        try:
+            # The lock file might have been swapped for a link while we waited.
+            check_path(self.lock_path)
+            yield
+        finally:
+            lock.release()
+
+    def size(self) -> int:
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return 0
+        return st.st_size
+
+    def append(self, data: bytes) -> None:
+        """Append complete lines and fsync (call with the lock held). On any failure the file
+        is truncated back to its old size and ``WRITE_FAILED`` is raised.
+        """
+        created = not check_path(self.path)
+        fd = _open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                    os.fsync(fd)
+                raise _io_error(self.path, "appending", exc) from None
+        finally:
+            os.close(fd)
+        if created:
+            try:
+                fsync_dir(self.path.parent)
+            except OSError as exc:
+                raise _io_error(self.path.parent, "syncing the directory", exc) from None
+
+    def quarantine(self, lines: list[bytes]) -> None:
+        """Append lines verbatim to ``<file>.corrupt`` (never overwritten) and fsync."""
+        if not lines:
+            return
+        data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        fd = _open_private(self.corrupt_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            except OSError as exc:
+                raise _io_error(self.corrupt_path, "quarantining", exc) from None
+        finally:
+            os.close(fd)
+
+    def drop_torn_tail(self) -> bytes | None:
+        """With the lock held: a last line without a newline was left by a crashed writer.
+        Move it to ``.corrupt`` and cut the file back to its last newline. Returns the tail.
+        """
+        got = read_file(self.path, 0)
+        if got is None or not got[1] or got[1].endswith(b"\n"):
+            return None
+        data = got[1]
+        end = data.rfind(b"\n") + 1
+        tail = data[end:]
+        self.quarantine([tail])
+        fd = _open_private(self.path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, end)
+            os.fsync(fd)
+        except OSError as exc:
+            raise _io_error(self.path, "truncating the torn tail", exc) from None
+        finally:
+            os.close(fd)
+        return tail
+
+    def replace(self, data: bytes, backup: bytes | None) -> None:
+        """Atomically replace the file (lock held), writing ``backup`` to ``.bak`` first."""
+        if backup is not None:
+            write_atomic(self.bak_path, backup)
+        write_atomic(self.path, data)

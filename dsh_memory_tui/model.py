@@ -1,0 +1,406 @@
+"""The memory record (schemaVersion 1): models, enumerations, validation, hashing and ids.
+
+No I/O here. ``parse_line`` and ``validate_record`` are the one place every rule of SPEC 3 lives;
+the store calls them on every read and before every write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import StoreError
+
+SCHEMA_VERSION = 1
+
+
+class Scope(StrEnum):
+    SESSION = "session"
+    PROJECT = "project"
+    SHARED = "shared-project"
+    USER = "user"
+
+
+class RecordType(StrEnum):
+    DECISION = "decision"
+    PREFERENCE = "preference"
+    CONVENTION = "convention"
+    FACT = "fact"
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    FORGOTTEN = "forgotten"
+
+
+class Origin(StrEnum):
+    USER_AUTHORED = "user-authored"
+    IMPORTED = "imported"
+    DERIVED = "derived"
+    MODEL_SUGGESTED = "model-suggested"
+
+
+class Verification(StrEnum):
+    UNVERIFIED = "unverified"
+    VERIFIED = "verified"
+    REJECTED = "rejected"
+    STALE = "stale"
+
+
+class Retention(StrEnum):
+    SESSION_END = "session-end"
+    PROJECT_DELETE = "project-delete"
+    USER_MANAGED = "user-managed"
+
+
+class ProvenanceKind(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+    IMPORT = "import"
+
+
+RETENTION_BY_SCOPE = {
+    Scope.SESSION: Retention.SESSION_END,
+    Scope.PROJECT: Retention.PROJECT_DELETE,
+    Scope.SHARED: Retention.PROJECT_DELETE,
+    Scope.USER: Retention.USER_MANAGED,
+}
+
+ORIGIN_BY_PROVENANCE = {
+    ProvenanceKind.USER: Origin.USER_AUTHORED,
+    ProvenanceKind.AGENT: Origin.MODEL_SUGGESTED,
+    ProvenanceKind.TOOL: Origin.DERIVED,
+    ProvenanceKind.IMPORT: Origin.IMPORTED,
+}
+
+# The id's <source> part for a record of each origin.
+ID_SOURCE_BY_ORIGIN = {
+    Origin.USER_AUTHORED: "user",
+    Origin.MODEL_SUGGESTED: "agent",
+    Origin.DERIVED: "auto",
+    Origin.IMPORTED: "import",
+}
+
+# Who sees a record kept in each scope (the copy dialog and the docs say this).
+AUDIENCE_BY_SCOPE = {
+    Scope.SESSION: "this session only",
+    Scope.PROJECT: "every session in this project, on this machine",
+    Scope.SHARED: "everyone sharing this project (the file is committed with it)",
+    Scope.USER: "every project of this user",
+}
+
+
+class _Open(BaseModel):
+    # A newer host may add fields anywhere; they are kept and written back unchanged.
+    model_config = ConfigDict(extra="allow")
+
+
+class SourceRef(_Open):
+    kind: str
+    id: str
+
+
+class Provenance(_Open):
+    kind: ProvenanceKind
+    sessionId: str | None = None
+    eventSeq: int | None = None
+    note: str | None = None
+
+
+class Governance(_Open):
+    origin: Origin
+    sourceRefs: list[SourceRef]
+    verification: Verification
+    revision: int
+    retention: Retention
+    verifiedAt: int | None = None
+    reviewedBy: str | None = None
+    reviewedAt: int | None = None
+    reviewNote: str | None = None
+
+
+class Record(_Open):
+    """One line of a store file. Field names and order are the host's (camelCase, epoch ms)."""
+
+    schemaVersion: Literal[1]
+    id: str
+    scope: Scope
+    scopeKey: str
+    type: RecordType
+    title: str
+    content: str
+    tags: list[str]
+    provenance: Provenance
+    createdAt: int
+    updatedAt: int
+    useCount: int
+    contentHash: str
+    status: Status
+    # Optional only on read: records from older hosts have none and get the SPEC 3 defaults.
+    governance: Governance = None  # type: ignore[assignment]
+
+    @property
+    def gov(self) -> Governance:
+        return self.governance
+
+    @property
+    def revision(self) -> int:
+        return self.governance.revision
+
+    def in_review_queue(self, include_derived: bool = False) -> bool:
+        """Active, unverified, and written by the agent or an import (or the auto-writer)."""
+        origins = (Origin.MODEL_SUGGESTED, Origin.IMPORTED)
+        if include_derived:
+            origins += (Origin.DERIVED,)
+        g = self.governance
+        return (
+            self.status is Status.ACTIVE
+            and g.verification is Verification.UNVERIFIED
+            and g.origin in origins
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the JSON object of SPEC 3 (what ``--json`` and export print)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def to_line(self) -> bytes:
+        """The record as one JSONL line, newline included."""
+        return self.model_dump_json(exclude_unset=True).encode() + b"\n"
+
+
+def content_hash(content: str) -> str:
+    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+
+
+def now_ms() -> int:
+    import time
+
+    return time.time_ns() // 1_000_000
+
+
+def new_id(source: str, record_type: RecordType | str) -> str:
+    return f"memory:{source}:{RecordType(record_type).value}:{secrets.token_hex(16)}"
+
+
+def session_scope_key(session_id: str, root_id: str) -> str:
+    return f"{session_id}|{root_id}"
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a line lives: its scope and, for a session file, the file's hash name."""
+
+    scope: Scope
+    session_file_hash: str | None = None
+
+
+class RecordInvalid(ValueError):
+    """A line or record that breaks a rule; ``reason`` is one readable sentence."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class FutureLine:
+    """A line with ``schemaVersion > 1``: shown read-only, kept verbatim, never listed."""
+
+    schema_version: int
+    id: str | None
+    title: str | None
+    scope_key: str | None
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _legacy_governance(record: Record) -> Governance:
+    prov = record.provenance
+    refs: list[SourceRef] = []
+    if prov.sessionId is not None:
+        refs.append(SourceRef(kind="session", id=prov.sessionId))
+    if prov.eventSeq is not None:
+        refs.append(SourceRef(kind="event", id=str(prov.eventSeq)))
+    return Governance(
+        origin=ORIGIN_BY_PROVENANCE[prov.kind],
+        sourceRefs=refs,
+        verification=Verification.UNVERIFIED,
+        revision=1,
+        retention=RETENTION_BY_SCOPE[record.scope],
+    )
+
+
+def validate_record(record: Record, location: Location | None = None) -> Record:
+    """Check every rule of SPEC 3; raise ``RecordInvalid`` with the first broken rule.
+
+    Fills the defaults of an older host's record that has no ``governance``. With a
+    ``location``, also checks that the record belongs in that file.
+    """
+    if record.governance is None:
+        record.governance = _legacy_governance(record)
+    h = record.contentHash
+    if len(h) != 71 or not h.startswith("sha256:") or not _HEX.issuperset(h[7:]):
+        raise RecordInvalid("contentHash is not 'sha256:' followed by 64 lowercase hex digits")
+    if h != content_hash(record.content):
+        raise RecordInvalid("contentHash does not match the sha256 of the content")
+    g = record.governance
+    if g.origin is not Origin.USER_AUTHORED and not g.sourceRefs:
+        raise RecordInvalid(f"origin {g.origin.value} needs at least one sourceRefs entry")
+    if g.verification is Verification.VERIFIED and g.verifiedAt is None:
+        raise RecordInvalid("verification 'verified' needs governance.verifiedAt")
+    if g.revision < 1:
+        raise RecordInvalid(f"revision {g.revision} is below 1")
+    if record.updatedAt < record.createdAt:
+        raise RecordInvalid("updatedAt is earlier than createdAt")
+    if record.useCount < 0:
+        raise RecordInvalid(f"useCount {record.useCount} is negative")
+    if location is not None:
+        if record.scope is not location.scope:
+            raise RecordInvalid(
+                f"scope {record.scope.value!r} does not match the file's scope "
+                f"{location.scope.value!r}"
+            )
+        if (
+            location.session_file_hash is not None
+            and sha256_hex(record.scopeKey) != location.session_file_hash
+        ):
+            raise RecordInvalid("the session scopeKey does not hash to this file's name")
+    return record
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in err["loc"]) or "line"
+    return f"{where}: {err['msg']}"
+
+
+def parse_line(line: bytes, location: Location | None = None) -> Record | FutureLine:
+    """Parse one JSONL line (without or with its newline).
+
+    Returns a validated ``Record`` or a ``FutureLine``; raises ``RecordInvalid`` with the reason.
+    """
+    try:
+        return validate_record(Record.model_validate_json(line), location)
+    except ValidationError as exc:
+        reason = _first_error(exc)
+    # Slow path: tell a newer host's line and plain garbage apart, with a readable reason.
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        raise RecordInvalid("not valid JSON") from None
+    if not isinstance(obj, dict):
+        raise RecordInvalid("not a JSON object")
+    version = obj.get("schemaVersion")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+
+        def text(key: str) -> str | None:
+            value = obj.get(key)
+            return value if isinstance(value, str) else None
+
+        return FutureLine(version, text("id"), text("title"), text("scopeKey"))
+    raise RecordInvalid(reason)
+
+
+def record_from_json(obj: Any, location: Location | None = None) -> Record:
+    """Validate an already-parsed JSON object (a bundle entry) as a schemaVersion 1 record."""
+    try:
+        record = Record.model_validate(obj)
+    except ValidationError as exc:
+        raise RecordInvalid(_first_error(exc)) from None
+    return validate_record(record, location)
+
+
+def make_record(
+    *,
+    scope: Scope,
+    scope_key: str,
+    record_type: RecordType,
+    title: str,
+    content: str,
+    tags: list[str],
+    provenance: Provenance,
+    origin: Origin,
+    source_refs: list[SourceRef],
+    record_id: str | None = None,
+    verification: Verification = Verification.UNVERIFIED,
+    verified_at: int | None = None,
+    retention: Retention | None = None,
+    now: int | None = None,
+) -> Record:
+    """Build a complete, validated revision-1 record. Raises ``StoreError(INVALID_RECORD)``."""
+    ts = now_ms() if now is None else now
+    gov: dict[str, Any] = {
+        "origin": origin,
+        "sourceRefs": source_refs,
+        "verification": verification,
+        "revision": 1,
+        "retention": retention or RETENTION_BY_SCOPE[scope],
+    }
+    if verified_at is not None:
+        gov["verifiedAt"] = verified_at
+    record = Record(
+        schemaVersion=1,
+        id=record_id or new_id(ID_SOURCE_BY_ORIGIN[origin], record_type),
+        scope=scope,
+        scopeKey=scope_key,
+        type=record_type,
+        title=title,
+        content=content,
+        tags=tags,
+        provenance=provenance,
+        createdAt=ts,
+        updatedAt=ts,
+        useCount=0,
+        contentHash=content_hash(content),
+        status=Status.ACTIVE,
+        governance=Governance(**gov),
+    )
+    return checked(record)
+
+
+def checked(record: Record, location: Location | None = None) -> Record:
+    """``validate_record`` for a record about to be written: a failure is a StoreError."""
+    try:
+        return validate_record(record, location)
+    except RecordInvalid as exc:
+        raise StoreError("INVALID_RECORD", exc.reason) from None
+
+
+def next_revision(
+    record: Record,
+    now: int,
+    changes: dict[str, Any] | None = None,
+    governance: dict[str, Any] | None = None,
+) -> Record:
+    """The record's next revision: ``changes`` to top-level fields, ``governance`` to its own.
+
+    The id and createdAt stay; revision is one higher; updatedAt never goes backwards.
+    Unknown fields are carried over unchanged.
+    """
+    # Rebuilt through the model so a bad value (a wrong enum, say) is caught before writing.
+    data = record.model_dump(exclude_unset=True)
+    data.update(changes or {})
+    data["updatedAt"] = max(now, record.updatedAt)
+    if changes and "content" in changes:
+        data["contentHash"] = content_hash(changes["content"])
+    data["governance"] = record.governance.model_dump(exclude_unset=True) | {
+        "revision": record.governance.revision + 1,
+        **(governance or {}),
+    }
+    try:
+        return checked(Record.model_validate(data))
+    except ValidationError as exc:
+        raise StoreError("INVALID_RECORD", _first_error(exc)) from None
