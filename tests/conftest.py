@@ -1,0 +1,66 @@
+"""Shared test helpers (a stable interface other test modules rely on).
+
+- ``fixture_home`` -> ``(home, workspace)``: writable copies of ``tests/fixtures/host`` under
+  ``tmp_path`` (a ``DSH_HOME`` and a workspace root). Tests never write to the fixtures.
+- ``alice_store`` -> a ``MemoryStore`` on those copies, acting as user ``alice``.
+- ``run_cli(home, workspace, *args, user="alice", input=None)`` runs
+  ``python -m dsh_memory_tui.cli --home HOME --workspace WS --user USER ARGS...`` as a real
+  subprocess and returns the ``CompletedProcess`` (text mode, stdout and stderr captured).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh_memory_tui.store import MemoryStore
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HOST_FIXTURES = FIXTURES / "host"
+REPO_ROOT = Path(__file__).parent.parent
+CLI_TIMEOUT_S = 60
+
+
+@pytest.fixture
+def fixture_home(tmp_path: Path) -> tuple[Path, Path]:
+    """Copies of the host fixture tree: ``(home, workspace)``, both writable."""
+    dest = tmp_path / "host"
+    shutil.copytree(HOST_FIXTURES, dest)
+    for directory, _dirs, _files in os.walk(dest):
+        os.chmod(directory, 0o700)  # the store refuses directories others can write to
+    return dest / "home", dest / "workspace"
+
+
+@pytest.fixture
+def alice_store(fixture_home: tuple[Path, Path]) -> MemoryStore:
+    """A MemoryStore on the fixture copies, acting as ``alice``."""
+    home, workspace = fixture_home
+    return MemoryStore.open(home, workspace, "alice")
+
+
+def run_cli(
+    home: Path | str,
+    workspace: Path | str,
+    *args: str,
+    user: str = "alice",
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``dsh-memory`` as a real subprocess on ``home`` and ``workspace`` as ``user``.
+
+    ``env`` adds to (or overrides) the current environment.
+    """
+    cmd = [
+        sys.executable, "-m", "dsh_memory_tui.cli",
+        "--home", str(home), "--workspace", str(workspace), "--user", user, *args,
+    ]
+    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+    return subprocess.run(
+        cmd, input=input, capture_output=True, text=True, env=full_env, timeout=CLI_TIMEOUT_S,
+        cwd=str(workspace) if Path(workspace).is_dir() else None,
+    )
