@@ -220,6 +220,9 @@ class TailReader:
             st = os.stat(self.path, follow_symlinks=False)
         except FileNotFoundError:
             st = None
+        if st is None and self.identity is None and self.offset == 0:
+            # Still absent: nothing changed, so no reset for the caller to act on.
+            return TailChunk(False, [], 1, False, 0, False)
         if st is not None and stat.S_ISREG(st.st_mode):
             same = self.identity == (st.st_dev, st.st_ino) and st.st_size >= self.offset
             if same and st.st_size == self._size:
