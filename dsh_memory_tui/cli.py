@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -219,7 +220,10 @@ def cmd_copy(store: MemoryStore, args: argparse.Namespace) -> int:
 
 def cmd_compact(store: MemoryStore, args: argparse.Namespace) -> int:
     for file in store.files(args.scope):
-        if not file.path.exists():
+        if not os.path.lexists(file.path):
+            continue
+        if file.scope is Scope.SHARED and args.scope is None and not args.yes_shared:
+            print(f"{file.path}: skipped (shared-project needs --yes-shared)")
             continue
         result = store.compact(file, confirm_shared=args.yes_shared)
         print(f"{result.path}: {result.bytes_before} -> {result.bytes_after} bytes, "

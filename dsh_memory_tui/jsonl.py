@@ -57,7 +57,8 @@ def check_path(path: Path) -> bool:
 def check_dir(path: Path) -> bool:
     """True if ``path`` is a safe directory, False if absent; ``UNSAFE_PATH`` otherwise.
 
-    Safe: a real directory (not a symlink) that no other user can write to.
+    Safe: a real directory (not a symlink) that is not world-writable (unless sticky). A
+    group-writable directory is accepted: a project checked out under umask 002 has them.
     """
     try:
         st = os.lstat(path)
@@ -69,8 +70,8 @@ def check_dir(path: Path) -> bool:
         raise _unsafe(path, "is a symlink to a directory")
     if not stat.S_ISDIR(st.st_mode):
         raise _unsafe(path, "is not a directory")
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise _unsafe(path, "is writable by other users")
+    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        raise _unsafe(path, "is writable by every user")
     return True
 
 
@@ -101,18 +102,31 @@ def fsync_dir(path: Path) -> None:
 
 
 def _open_private(path: Path, flags: int) -> int:
-    """Open for writing with O_NOFOLLOW; a file we create is 0600; non-regular is refused."""
+    """Open for writing with O_NOFOLLOW; a non-regular file is ``UNSAFE_PATH``.
+
+    A file this call creates is 0600 whatever the umask; an existing file keeps its mode.
+    """
     check_path(path)
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, FILE_MODE)
+        if flags & os.O_CREAT and not flags & os.O_EXCL:
+            try:  # O_EXCL first, so we know whether the file is ours to chmod
+                fd, created = os.open(path, flags | os.O_EXCL, FILE_MODE), True
+            except FileExistsError:
+                fd, created = os.open(path, flags & ~os.O_CREAT), False
+        else:
+            fd, created = os.open(path, flags, FILE_MODE), bool(flags & os.O_CREAT)
     except OSError as exc:
         raise _io_error(path, "opening", exc) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _unsafe(path, "is not a regular file")
+        if created and stat.S_IMODE(st.st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+    except BaseException:
         os.close(fd)
-        raise _unsafe(path, "is not a regular file")
-    if stat.S_IMODE(st.st_mode) != FILE_MODE and st.st_uid == os.geteuid():
-        os.fchmod(fd, FILE_MODE)
+        raise
     return fd
 
 
@@ -198,10 +212,16 @@ class TailChunk:
     torn: bool  # the file ends in a partial line (a write in progress, or a crashed writer)
 
 
+_ANCHOR_BYTES = 64
+
+
 @dataclass(slots=True)
 class TailReader:
-    """Reads only the bytes appended since the last call; starts over when the file is
-    replaced (inode change) or shrinks below the offset. Takes no lock.
+    """Reads only the complete lines appended since the last call. Takes no lock.
+
+    It remembers the file's identity (device, inode) and the last bytes before its offset
+    (the anchor); when the file is replaced, shrinks below the offset, or no longer holds the
+    anchor where it was (an inode reused by a new file), it starts over from the beginning.
     """
 
     path: Path
@@ -209,49 +229,68 @@ class TailReader:
     line_count: int = 0
     identity: tuple[int, int] | None = None
     _size: int = field(default=0, repr=False)
+    _mtime_ns: int = field(default=0, repr=False)
+    _anchor: bytes = field(default=b"", repr=False)
 
     def read(self) -> TailChunk:
-        got = read_file(self.path, 0)
-        return self._consume(got, full=True)
+        """The whole file, from the start."""
+        return self._start_over()
 
     def read_new(self) -> TailChunk:
-        """Only what was appended since the last read (the whole file the first time)."""
+        """Only what was appended since the last read (the whole file the first time).
+
+        ``UNSAFE_PATH`` if the path is a symlink or not a regular file.
+        """
         try:
             st = os.stat(self.path, follow_symlinks=False)
         except FileNotFoundError:
-            st = None
-        if st is None and self.identity is None and self.offset == 0:
-            # Still absent: nothing changed, so no reset for the caller to act on.
-            return TailChunk(False, [], 1, False, 0, False)
-        if st is not None and stat.S_ISREG(st.st_mode):
-            same = self.identity == (st.st_dev, st.st_ino) and st.st_size >= self.offset
-            if same and st.st_size == self._size:
-                return TailChunk(False, [], self.line_count + 1, True, st.st_size, self._torn())
-            if same:
-                got = read_file(self.path, self.offset)
-                if got is not None and (got[0].st_dev, got[0].st_ino) == self.identity:
-                    return self._take(got[0], got[1], reset=False)
-        got = read_file(self.path, 0)
-        return self._consume(got, full=True)
+            return self._start_over()
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or self.identity != (st.st_dev, st.st_ino)
+            or st.st_size < self.offset
+        ):
+            return self._start_over()
+        if st.st_size == self._size and st.st_mtime_ns == self._mtime_ns:
+            return TailChunk(False, [], self.line_count + 1, True, self._size, self._torn())
+        back = len(self._anchor)
+        got = read_file(self.path, self.offset - back)
+        if (
+            got is None
+            or (got[0].st_dev, got[0].st_ino) != self.identity
+            or not got[1].startswith(self._anchor)
+        ):
+            return self._start_over()
+        return self._take(got[0], got[1], back, reset=False)
 
     def _torn(self) -> bool:
         return self._size > self.offset
 
-    def _consume(self, got: tuple[os.stat_result, bytes] | None, full: bool) -> TailChunk:
+    def _start_over(self) -> TailChunk:
+        got = read_file(self.path, 0)
         self.offset = 0
         self.line_count = 0
+        self._anchor = b""
         if got is None:
             self.identity = None
             self._size = 0
+            self._mtime_ns = 0
             return TailChunk(True, [], 1, False, 0, False)
-        return self._take(got[0], got[1], reset=full)
+        return self._take(got[0], got[1], 0, reset=True)
 
-    def _take(self, st: os.stat_result, data: bytes, reset: bool) -> TailChunk:
+    def _take(self, st: os.stat_result, data: bytes, skip: int, reset: bool) -> TailChunk:
+        """Take the complete lines of ``data[skip:]`` (``data`` starts at offset - skip)."""
         self.identity = (st.st_dev, st.st_ino)
-        end = data.rfind(b"\n") + 1
-        lines = data[:end].split(b"\n")[:-1] if end else []
+        self._mtime_ns = st.st_mtime_ns
+        end = data.rfind(b"\n", skip) + 1
+        if end:
+            lines = data[skip:end].split(b"\n")
+            lines.pop()
+            self._anchor = data[max(0, end - _ANCHOR_BYTES):end]
+        else:
+            lines, end = [], skip
         first = self.line_count + 1
-        self.offset += end
+        self.offset += end - skip
         self.line_count += len(lines)
         self._size = self.offset + len(data) - end
         return TailChunk(reset, lines, first, True, self._size, self._size > self.offset)
@@ -267,14 +306,29 @@ class SafeFile:
         self.corrupt_path = path.with_name(path.name + ".corrupt")
         self.lock_timeout = lock_timeout
 
+    @property
+    def paths(self) -> tuple[Path, Path, Path, Path]:
+        """The data file, its lock, backup and quarantine paths."""
+        return (self.path, self.lock_path, self.bak_path, self.corrupt_path)
+
+    def check_paths(self) -> None:
+        """``UNSAFE_PATH`` if the data, lock, backup or quarantine path is a symlink or not a
+        regular file: a writer refuses before touching any of them.
+        """
+        for path in self.paths:
+            check_path(path)
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold ``<file>.lock``; ``LOCK_TIMEOUT`` after the timeout, never a hang."""
+        """Hold ``<file>.lock``; ``LOCK_TIMEOUT`` after the timeout, never a hang.
+
+        Creates the directory (0700) and the lock file (0600) if needed; ``UNSAFE_PATH`` if
+        any of the file's paths is unsafe (checked before and after waiting for the lock).
+        """
         ensure_dir(self.path.parent)
-        check_path(self.path)
+        self.check_paths()
         if not check_path(self.lock_path):
-            with contextlib.suppress(FileExistsError):
-                os.close(_open_private(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+            os.close(_open_private(self.lock_path, os.O_WRONLY | os.O_CREAT))
         lock = FileLock(
             self.lock_path, timeout=self.lock_timeout, mode=FILE_MODE, preserve_lock_file=True
         )
@@ -289,8 +343,8 @@ class SafeFile:
         except OSError as exc:
             raise _io_error(self.lock_path, "locking", exc) from None
         try:
-            # The lock file might have been swapped for a link while we waited.
-            check_path(self.lock_path)
+            # A path might have been swapped for a link while we waited.
+            self.check_paths()
             yield
         finally:
             lock.release()

@@ -11,7 +11,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -101,6 +101,63 @@ AUDIENCE_BY_SCOPE = {
 class _Open(BaseModel):
     # A newer host may add fields anywhere; they are kept and written back unchanged.
     model_config = ConfigDict(extra="allow")
+
+    # Loaded records share one "fields set" per shape (``_share_shapes``): a set per object
+    # would be most of a loaded record's memory. Assignment and copies thaw it first.
+    def __setattr__(self, name: str, value: Any) -> None:
+        _thaw(self)
+        super().__setattr__(name, value)
+
+    def __copy__(self) -> Self:
+        copied = super().__copy__()
+        _thaw(copied)
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copied = super().__deepcopy__(memo)
+        _thaw(copied)
+        return copied
+
+
+class _SharedFields(set[str]):
+    """A fields set shared by loaded models of one shape; never mutated in place."""
+
+    __slots__ = ()
+
+
+_SHAPES: dict[frozenset[str], _SharedFields] = {}
+_MAX_SHAPES = 4096  # unknown fields make new shapes; past this, objects keep their own set
+_LAST_SHAPE: dict[type, _SharedFields] = {}  # most records of a file have the same shape
+
+
+def _thaw(model: BaseModel) -> None:
+    fields = model.__pydantic_fields_set__
+    if type(fields) is _SharedFields:
+        object.__setattr__(model, "__pydantic_fields_set__", set(fields))
+
+
+def _share(model: BaseModel) -> None:
+    fields = model.__pydantic_fields_set__
+    shared = _LAST_SHAPE.get(type(model))
+    if shared is None or fields != shared:
+        key = frozenset(fields)
+        shared = _SHAPES.get(key)
+        if shared is None:
+            if len(_SHAPES) >= _MAX_SHAPES:
+                return
+            shared = _SHAPES[key] = _SharedFields(key)
+        _LAST_SHAPE[type(model)] = shared
+    object.__setattr__(model, "__pydantic_fields_set__", shared)
+
+
+def _share_shapes(record: Record) -> Record:
+    """Let a loaded record's models share their fields sets (memory: see ``_Open``)."""
+    _share(record)
+    _share(record.provenance)
+    _share(record.governance)
+    for ref in record.governance.sourceRefs:
+        _share(ref)
+    return record
 
 
 class SourceRef(_Open):
@@ -249,12 +306,15 @@ def validate_record(record: Record, location: Location | None = None) -> Record:
     Fills the defaults of an older host's record that has no ``governance``. With a
     ``location``, also checks that the record belongs in that file.
     """
+    if type(record.schemaVersion) is not int:
+        raise RecordInvalid("schemaVersion is not the number 1")
     if record.governance is None:
         record.governance = _legacy_governance(record)
     h = record.contentHash
-    if len(h) != 71 or not h.startswith("sha256:") or not _HEX.issuperset(h[7:]):
-        raise RecordInvalid("contentHash is not 'sha256:' followed by 64 lowercase hex digits")
+    # A hash equal to the computed one is well-formed; only a mismatch needs the format check.
     if h != content_hash(record.content):
+        if len(h) != 71 or not h.startswith("sha256:") or not _HEX.issuperset(h[7:]):
+            raise RecordInvalid("contentHash is not 'sha256:' followed by 64 lowercase hex digits")
         raise RecordInvalid("contentHash does not match the sha256 of the content")
     g = record.governance
     if g.origin is not Origin.USER_AUTHORED and not g.sourceRefs:
@@ -293,9 +353,12 @@ def parse_line(line: bytes, location: Location | None = None) -> Record | Future
     Returns a validated ``Record`` or a ``FutureLine``; raises ``RecordInvalid`` with the reason.
     """
     try:
-        return validate_record(Record.model_validate_json(line), location)
+        # Strict: a string where a number belongs is corrupt, not silently converted.
+        record = Record.model_validate_json(line, strict=True)
     except ValidationError as exc:
         reason = _first_error(exc)
+    else:
+        return _share_shapes(validate_record(record, location))
     # Slow path: tell a newer host's line and plain garbage apart, with a readable reason.
     try:
         obj = json.loads(line)
@@ -315,9 +378,17 @@ def parse_line(line: bytes, location: Location | None = None) -> Record | Future
 
 
 def record_from_json(obj: Any, location: Location | None = None) -> Record:
-    """Validate an already-parsed JSON object (a bundle entry) as a schemaVersion 1 record."""
+    """Validate an already-parsed JSON object (a bundle entry) as a schemaVersion 1 record,
+    with exactly the rules of ``parse_line``. Raises ``RecordInvalid``.
+    """
+    if not isinstance(obj, dict):
+        raise RecordInvalid("not a JSON object")
     try:
-        record = Record.model_validate(obj)
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        raise RecordInvalid("not a JSON object") from None
+    try:
+        record = Record.model_validate_json(text, strict=True)
     except ValidationError as exc:
         raise RecordInvalid(_first_error(exc)) from None
     return validate_record(record, location)

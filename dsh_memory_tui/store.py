@@ -8,7 +8,7 @@ writer's lines), decides, validates, and appends or atomically rewrites.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -86,8 +86,11 @@ class FileView:
         self._clear()
 
     def _clear(self) -> None:
-        self.versions: dict[str, list[Record]] = {}
+        # Lines of ids with more than one line, in file order (one-line ids: see ``versions``).
+        self._history: dict[str, list[Record]] = {}
         self.current: dict[str, Record] = {}
+        # contentHash -> ids that had it when current (checked again on lookup).
+        self._by_hash: dict[str, list[str]] = {}
         self.corrupt: list[CorruptLine] = []
         self.future: list[FutureLine] = []
         self.other_profile_lines = 0
@@ -99,6 +102,11 @@ class FileView:
     @property
     def path(self) -> Path:
         return self.file.path
+
+    @property
+    def versions(self) -> Mapping[str, list[Record]]:
+        """Every own line still in the file, per id, in file order."""
+        return _Versions(self)
 
     @property
     def scope(self) -> Scope:
@@ -144,15 +152,23 @@ class FileView:
     def _apply(self, record: Record) -> None:
         if self.scope_key is None:
             self.scope_key = record.scopeKey
-        history = self.versions.get(record.id)
-        if history is None:
-            self.versions[record.id] = [record]
-        else:
-            history.append(record)
-        current = self.current.get(record.id)
+        rid = record.id
+        current = self.current.get(rid)
+        if current is not None:
+            # A second line for this id: only now does it need a history list (memory).
+            history = self._history.get(rid)
+            if history is None:
+                self._history[rid] = [current, record]
+            else:
+                history.append(record)
         # The highest revision wins; on a tie, the later line.
         if current is None or record.governance.revision >= current.governance.revision:
-            self.current[record.id] = record
+            self.current[rid] = record
+            ids = self._by_hash.get(record.contentHash)
+            if ids is None:
+                self._by_hash[record.contentHash] = [rid]
+            elif rid not in ids:
+                ids.append(rid)
 
     def history(self, record_id: str) -> list[Record]:
         """Every revision still in the file, oldest first."""
@@ -160,7 +176,8 @@ class FileView:
 
     def find_duplicate(self, record_type: RecordType, hash_: str) -> Record | None:
         """A current, not forgotten record with the same type and content (idempotent merge)."""
-        for record in self.current.values():
+        for rid in self._by_hash.get(hash_, ()):
+            record = self.current[rid]
             if (
                 record.contentHash == hash_
                 and record.type is record_type
@@ -175,6 +192,30 @@ class FileView:
             for r in self.current.values()
             if r.status is not Status.FORGOTTEN
         }
+
+
+class _Versions(Mapping[str, list[Record]]):
+    """``FileView.versions``: an id with one line has no stored list; it is made on access."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: FileView) -> None:
+        self._view = view
+
+    def __getitem__(self, record_id: str) -> list[Record]:
+        history = self._view._history.get(record_id)
+        if history is not None:
+            return list(history)
+        return [self._view.current[record_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view.current)
+
+    def __len__(self) -> int:
+        return len(self._view.current)
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self._view.current
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,9 +509,9 @@ class MemoryStore:
         view.safe.quarantine(quarantine)
         view.safe.replace(new_data, backup=_join(backup))
         view.refresh()
+        torn = 1 if data[end:] else 0
         return CompactResult(
-            view.path, len(data), len(new_data), len(lines) + bool(quarantine) - len(keep),
-            len(quarantine),
+            view.path, len(data), len(new_data), len(lines) + torn - len(keep), len(quarantine)
         )
 
     # ----------------------------------------------------------------- writing: records
