@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .errors import StoreError
 
@@ -204,6 +204,14 @@ class Record(_Open):
     # Optional only on read: records from older hosts have none and get the SPEC 3 defaults.
     governance: Governance = None  # type: ignore[assignment]
 
+    @field_validator("schemaVersion", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: Any) -> Any:
+        # Literal[1] would accept JSON `true` (True == 1).
+        if isinstance(value, bool):
+            raise ValueError("schemaVersion is a boolean, not the number 1")
+        return value
+
     @property
     def gov(self) -> Governance:
         return self.governance
@@ -306,8 +314,6 @@ def validate_record(record: Record, location: Location | None = None) -> Record:
     Fills the defaults of an older host's record that has no ``governance``. With a
     ``location``, also checks that the record belongs in that file.
     """
-    if type(record.schemaVersion) is not int:
-        raise RecordInvalid("schemaVersion is not the number 1")
     if record.governance is None:
         record.governance = _legacy_governance(record)
     h = record.contentHash
