@@ -98,6 +98,10 @@ class FileView:
         self.exists = False
         self.size = 0
         self.torn = False
+        # For observers (the app): ``epoch`` changes on every reset, and ``applied`` lists the
+        # ids of the lines applied since, so changes made by our own writes are seen too.
+        self.epoch = getattr(self, "epoch", 0) + 1
+        self.applied: list[str] = []
 
     @property
     def path(self) -> Path:
@@ -153,6 +157,7 @@ class FileView:
         if self.scope_key is None:
             self.scope_key = record.scopeKey
         rid = record.id
+        self.applied.append(rid)
         current = self.current.get(rid)
         if current is not None:
             # A second line for this id: only now does it need a history list (memory).
