@@ -1,0 +1,534 @@
+"""Export and import bundles (SPEC 7): the library and the ``export`` / ``import`` commands."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, run_cli
+
+from dsh_memory_tui.bundle import (
+    MAX_BUNDLE_BYTES,
+    apply_import,
+    export_bundle,
+    plan_import,
+)
+from dsh_memory_tui.errors import StoreError
+from dsh_memory_tui.jsonl import MAX_STORE_BYTES
+from dsh_memory_tui.model import (
+    Origin,
+    Provenance,
+    ProvenanceKind,
+    RecordType,
+    Scope,
+    Status,
+    Verification,
+    content_hash,
+    make_record,
+)
+from dsh_memory_tui.store import MemoryStore
+
+BUNDLES = FIXTURES / "bundles"
+SESSION = ("session-abc", "root-xyz")
+
+
+@pytest.fixture
+def empty_store(tmp_path: Path) -> MemoryStore:
+    """A store with no files yet (another machine), acting as ``carol``."""
+    return MemoryStore.open(tmp_path / "home2", tmp_path / "ws2", "carol")
+
+
+def bundle_file(tmp_path: Path, name: str) -> Path:
+    dest = tmp_path / name
+    shutil.copyfile(BUNDLES / name, dest)
+    return dest
+
+
+def record_json(title: str, content: str, **over: object) -> dict[str, object]:
+    """A valid project record as a bundle holds it."""
+    rec = make_record(
+        scope=Scope.PROJECT, scope_key="/elsewhere", record_type=RecordType.FACT, title=title,
+        content=content, tags=["t"], provenance=Provenance(kind=ProvenanceKind.USER),
+        origin=Origin.USER_AUTHORED, source_refs=[],
+    ).to_json()
+    rec.update(over)
+    return rec
+
+
+def bundle_bytes(*records: object, **top: object) -> bytes:
+    return json.dumps({"schemaVersion": 1, "exportedAt": 1, "records": list(records),
+                       **top}).encode()
+
+
+def store_bytes(store: MemoryStore) -> dict[str, bytes]:
+    """Every file under the store's home and workspace, by path (to prove nothing changed)."""
+    out = {}
+    for root in (store.paths.home, store.paths.workspace):
+        for path in sorted(root.rglob("*")) if root.exists() else []:
+            if path.is_file():
+                out[str(path)] = path.read_bytes()
+    return out
+
+
+def bundle_error(store: MemoryStore, source: object, scope: str = "project") -> str:
+    with pytest.raises(StoreError) as info:
+        plan_import(store, source, scope)  # type: ignore[arg-type]
+    assert info.value.code == "BUNDLE_INVALID"
+    return info.value.message
+
+
+# ------------------------------------------------------------------------- export
+
+
+def test_export_writes_the_acting_users_current_records(alice_store: MemoryStore, tmp_path: Path):
+    out = tmp_path / "out.json"
+    result = export_bundle(alice_store, out)
+    bundle = json.loads(out.read_bytes())
+    assert set(bundle) == {"schemaVersion", "exportedAt", "records"}
+    assert bundle["schemaVersion"] == 1 and bundle["exportedAt"] == result.exported_at
+    titles = {r["title"] for r in bundle["records"]}
+    assert result.count == len(bundle["records"]) == 8
+    assert "bob: private preference" not in titles  # another user's profile
+    assert "A record from a newer host" not in titles  # schemaVersion 2 line
+    assert "Session workspace digest (auto)" in titles  # every session of the home
+    # The current revision only, once.
+    pg = [r for r in bundle["records"] if r["id"].endswith("f768064f958507ad239eed24c2c063fe")]
+    assert len(pg) == 1 and pg[0]["governance"]["revision"] == 2
+    assert result.corrupt_skipped == 2 and result.newer_schema_skipped == 1
+
+
+def test_export_writes_complete_governance_for_an_older_hosts_record(
+    alice_store: MemoryStore, tmp_path: Path
+):
+    out = tmp_path / "out.json"
+    export_bundle(alice_store, out, scopes=[Scope.PROJECT])
+    records = json.loads(out.read_bytes())["records"]
+    legacy = next(r for r in records if r["title"].endswith("(legacy record)"))
+    assert legacy["governance"] == {
+        "origin": "model-suggested",
+        "sourceRefs": [{"kind": "session", "id": legacy["provenance"]["sessionId"]},
+                       {"kind": "event", "id": str(legacy["provenance"]["eventSeq"])}],
+        "verification": "unverified",
+        "revision": 1,
+        "retention": "project-delete",
+    }
+    hinted = next(r for r in records if "hostHints" in r)  # unknown fields go out unchanged
+    assert hinted["title"] == "Prefer pathlib over os.path"
+
+
+def test_forgotten_records_are_not_exported(alice_store: MemoryStore, tmp_path: Path):
+    rid = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
+    alice_store.forget(rid)
+    out = tmp_path / "out.json"
+    export_bundle(alice_store, out)
+    assert rid not in out.read_text()
+
+
+def test_archived_records_are_exported(alice_store: MemoryStore, tmp_path: Path):
+    rid = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
+    alice_store.archive(rid)
+    out = tmp_path / "out.json"
+    export_bundle(alice_store, out, scopes=["project"])
+    (record,) = [r for r in json.loads(out.read_bytes())["records"] if r["id"] == rid]
+    assert record["status"] == "archived"
+
+
+def test_export_of_chosen_scopes_and_one_session(alice_store: MemoryStore, tmp_path: Path):
+    alice_store.create("session", "fact", "Other session", "x", session=("s2", "r2"))
+    out = tmp_path / "out.json"
+    assert export_bundle(alice_store, out, scopes=[Scope.USER]).count == 2
+    assert {r["scope"] for r in json.loads(out.read_bytes())["records"]} == {"user"}
+    assert export_bundle(alice_store, out, scopes=[Scope.SESSION]).count == 2
+    only = export_bundle(alice_store, out, session=SESSION)
+    (record,) = json.loads(out.read_bytes())["records"]
+    assert only.count == 1 and record["scopeKey"] == "session-abc|root-xyz"
+
+
+def test_export_file_is_private_and_replaced_atomically(alice_store: MemoryStore, tmp_path: Path):
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    os.chmod(out, 0o644)
+    old = os.umask(0)
+    try:
+        export_bundle(alice_store, out)
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_export_refuses_a_symlink(alice_store: MemoryStore, tmp_path: Path):
+    target = tmp_path / "elsewhere.json"
+    target.write_text("keep me")
+    (tmp_path / "out.json").symlink_to(target)
+    with pytest.raises(StoreError) as info:
+        export_bundle(alice_store, tmp_path / "out.json")
+    assert info.value.code == "UNSAFE_PATH"
+    assert target.read_text() == "keep me"
+
+
+def test_export_refuses_to_write_into_the_store(alice_store: MemoryStore):
+    before = store_bytes(alice_store)
+    with pytest.raises(StoreError) as info:
+        export_bundle(alice_store, alice_store.paths.workspace_memory_dir / "records.jsonl")
+    assert info.value.code == "UNSAFE_PATH"
+    assert store_bytes(alice_store) == before
+
+
+# ------------------------------------------------------------------------- import
+
+
+def test_round_trip_into_an_empty_workspace(
+    alice_store: MemoryStore, empty_store: MemoryStore, tmp_path: Path
+):
+    out = tmp_path / "out.json"
+    export_bundle(alice_store, out, scopes=["project", "shared-project", "user"])
+    exported = json.loads(out.read_bytes())["records"]
+    bundle_hash = "sha256:" + hashlib.sha256(out.read_bytes()).hexdigest()
+
+    plan = plan_import(empty_store, out, "project")
+    assert (len(plan.new), plan.duplicates, plan.invalid) == (len(exported), [], [])
+    result = apply_import(empty_store, plan)
+
+    imported = empty_store.records("project")
+    assert [r.id for r in imported] == result.written
+    key = lambda r: (r["type"], r["title"], r["content"], r["tags"])  # noqa: E731
+    assert sorted(map(key, (r.to_json() for r in imported))) == sorted(map(key, exported))
+    originals = {r["id"] for r in exported}
+    for record in imported:
+        g = record.governance
+        assert record.id.startswith(f"memory:import:{record.type.value}:")
+        assert (record.scope, record.scopeKey) == (Scope.PROJECT, str(empty_store.paths.workspace))
+        assert (g.origin, g.verification, g.revision) == (Origin.IMPORTED,
+                                                          Verification.UNVERIFIED, 1)
+        assert g.retention.value == "project-delete" and record.status is Status.ACTIVE
+        assert record.provenance.kind is ProvenanceKind.IMPORT
+        assert [(s.kind, s.id) for s in g.sourceRefs[:1]] == [("bundle", bundle_hash)]
+        assert g.sourceRefs[1].kind == "record" and g.sourceRefs[1].id in originals
+    assert len(empty_store.review_queue()) == len(imported)
+    assert any(r.model_extra.get("hostHints") for r in imported)  # unknown fields kept
+
+
+def test_dry_run_plan_writes_nothing(alice_store: MemoryStore):
+    before = store_bytes(alice_store)
+    plan = plan_import(alice_store, BUNDLES / "valid.json", "user")
+    assert len(plan.new) == 3
+    assert store_bytes(alice_store) == before
+
+
+def test_reimporting_writes_nothing(empty_store: MemoryStore):
+    first = apply_import(empty_store, plan_import(empty_store, BUNDLES / "valid.json", "project"))
+    assert len(first.written) == 3
+    before = store_bytes(empty_store)
+    again = plan_import(empty_store, BUNDLES / "valid.json", "project")
+    assert again.new == [] and len(again.duplicates) == 3
+    assert {d.existing_id for d in again.duplicates} == set(first.written)
+    assert apply_import(empty_store, again).written == []
+    assert store_bytes(empty_store) == before
+
+
+def test_existing_records_of_the_target_are_duplicates(alice_store: MemoryStore):
+    plan = plan_import(alice_store, BUNDLES / "valid.json", "project")
+    # The fixture's project file holds the decision and the proposal already.
+    assert [d.index for d in plan.duplicates] == [0, 1]
+    assert plan.duplicates[0].existing_id == "memory:user:decision:f768064f958507ad239eed24c2c063fe"
+    assert [r.title for r in plan.new] == ["Release branches are release/x.y"]
+
+
+def test_the_same_content_twice_in_a_bundle_imports_once(empty_store: MemoryStore):
+    a = record_json("A", "same")
+    b = record_json("B", "same", id="memory:user:fact:" + "b" * 32)
+    plan = plan_import(empty_store, bundle_bytes(a, b), "project")
+    assert len(plan.new) == 1 and plan.duplicates[0].existing_id == plan.new[0].id
+    assert len(apply_import(empty_store, plan).written) == 1
+
+
+def test_apply_rechecks_duplicates_under_the_lock(empty_store: MemoryStore):
+    plan = plan_import(empty_store, BUNDLES / "valid.json", "project")
+    # Another writer adds the same content between the plan and the apply.
+    other = MemoryStore.open(empty_store.paths.home, empty_store.paths.workspace, "carol")
+    made = other.create("project", "decision", "Same",
+                        "We use PostgreSQL 16 with pgbouncer. SQLite only in unit tests.")
+    result = apply_import(empty_store, plan)
+    assert len(result.written) == 2
+    assert [(d.index, d.existing_id) for d in result.duplicates] == [(0, made.id)]
+    assert len(empty_store.records("project")) == 3
+
+
+def test_a_bundle_with_an_invalid_record_imports_the_others(empty_store: MemoryStore):
+    plan = plan_import(empty_store, BUNDLES / "one-invalid-record.json", "project")
+    (bad,) = plan.invalid
+    assert (bad.index, bad.id) == (1, "memory:agent:fact:ace970fccddba416a3966023df2d5c05")
+    assert "contentHash does not match" in bad.reason
+    assert len(apply_import(empty_store, plan).written) == 1
+
+
+def test_strict_import_with_an_invalid_record_writes_nothing(empty_store: MemoryStore):
+    plan = plan_import(empty_store, BUNDLES / "one-invalid-record.json", "project")
+    with pytest.raises(StoreError) as info:
+        apply_import(empty_store, plan, strict=True)
+    assert info.value.code == "BUNDLE_INVALID" and "records[1]" in info.value.message
+    assert not empty_store.paths.project_file().path.exists()
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ("just text", "a JSON string, not an object"),
+        ({"schemaVersion": 2, "id": "x"}, "schemaVersion 2"),
+        ({"schemaVersion": 1, "id": "x", "title": "no fields"}, "Field required"),
+    ],
+)
+def test_invalid_records_are_listed_with_their_reason(
+    empty_store: MemoryStore, entry: object, reason: str
+):
+    plan = plan_import(empty_store, bundle_bytes(record_json("ok", "fine"), entry), "project")
+    (bad,) = plan.invalid
+    assert bad.index == 1 and reason in bad.reason
+    assert len(plan.new) == 1
+
+
+def test_a_forgotten_or_empty_record_is_invalid(empty_store: MemoryStore):
+    forgotten = record_json("", "", status="forgotten")
+    blank = record_json("  ", "something")
+    plan = plan_import(empty_store, bundle_bytes(forgotten, blank), "project")
+    assert [b.reason for b in plan.invalid] == [
+        "a forgotten record: it has no content left to import", "title is empty",
+    ]
+
+
+def test_a_record_repeating_a_key_is_invalid(empty_store: MemoryStore):
+    good = json.dumps(record_json("T", "real"))
+    twice = good[:-1] + ', "title": "Other"}'
+    data = b'{"schemaVersion": 1, "records": [%s, %s]}' % (
+        json.dumps(record_json("A", "a")).encode(), twice.encode())
+    plan = plan_import(empty_store, data, "project")
+    assert [(b.index, b.reason) for b in plan.invalid] == [(1, "the key 'title' appears twice")]
+
+
+def test_import_into_user_uses_the_acting_users_key(empty_store: MemoryStore):
+    apply_import(empty_store, plan_import(empty_store, BUNDLES / "valid.json", "user"))
+    records = empty_store.records("user")
+    assert {(r.scope, r.scopeKey, r.governance.retention.value) for r in records} == {
+        (Scope.USER, "carol", "user-managed")
+    }
+
+
+def test_import_into_a_session_needs_the_session(empty_store: MemoryStore):
+    with pytest.raises(StoreError) as info:
+        plan_import(empty_store, BUNDLES / "valid.json", "session")
+    assert info.value.code == "USAGE"
+    plan = plan_import(empty_store, BUNDLES / "valid.json", "session", session=SESSION)
+    apply_import(empty_store, plan)
+    (record, *_) = empty_store.records(session=SESSION)
+    assert record.scopeKey == "session-abc|root-xyz"
+    assert record.provenance.sessionId == "session-abc"
+    assert record.governance.retention.value == "session-end"
+
+
+def test_import_into_shared_needs_confirmation(empty_store: MemoryStore):
+    plan = plan_import(empty_store, BUNDLES / "valid.json", "shared-project")
+    with pytest.raises(StoreError) as info:
+        apply_import(empty_store, plan)
+    assert info.value.code == "SHARED_WRITE_UNCONFIRMED"
+    assert not empty_store.paths.shared_file().path.exists()
+    assert len(apply_import(empty_store, plan, confirm_shared=True).written) == 3
+
+
+def test_a_batch_past_8_mib_writes_nothing(empty_store: MemoryStore):
+    target = empty_store.paths.project_file()
+    big = "x" * (512 * 1024)
+    lines = b"".join(
+        make_record(
+            scope=Scope.PROJECT, scope_key=target.scope_key or "", record_type=RecordType.FACT,
+            title=f"big {i}", content=f"{i}{big}", tags=[], origin=Origin.USER_AUTHORED,
+            provenance=Provenance(kind=ProvenanceKind.USER), source_refs=[],
+        ).to_line()
+        for i in range(15)
+    )
+    assert MAX_STORE_BYTES - 1024 * 1024 < len(lines) < MAX_STORE_BYTES
+    target.path.parent.mkdir(parents=True, mode=0o700)
+    target.path.write_bytes(lines)
+    data = bundle_bytes(*(record_json(f"r{i}", f"{i}" + "y" * 100_000) for i in range(12)))
+    plan = plan_import(empty_store, data, "project")
+    with pytest.raises(StoreError) as info:
+        apply_import(empty_store, plan)
+    assert info.value.code == "STORE_TOO_LARGE"
+    assert target.path.read_bytes() == lines
+
+
+def test_a_bundle_written_by_hand_in_the_seeds_format(empty_store: MemoryStore):
+    digest = ("Files touched: 3 (2 created, 1 modified, 0 deleted)\\nCreated: out/report.md, "
+              "out/data.json\\nModified: src/util.ts\\nArtifacts: 2 \u2014 out/report.md, "
+              "out/data.json")
+    digest_hash = content_hash(json.loads(f'"{digest}"'))
+    legacy_hash = content_hash("Port 8080.")
+    text = f"""{{
+  "schemaVersion": 1,
+  "exportedAt": 1760000000500,
+  "records": [
+    {{
+      "schemaVersion": 1,
+      "id": "memory:auto:fact:1a2b3c4d5e6f7a8b:9e8d7c6b5a4f3e2d1c0b9a8f",
+      "scope": "session",
+      "scopeKey": "session-abc|root-xyz",
+      "type": "fact",
+      "title": "Session workspace digest (auto)",
+      "content": "{digest}",
+      "tags": [],
+      "provenance": {{ "kind": "tool", "sessionId": "session-abc", "eventSeq": 42,
+                      "note": "workspace auto-writer" }},
+      "createdAt": 1760000000000,
+      "updatedAt": 1760000000000,
+      "useCount": 0,
+      "contentHash": "{digest_hash}",
+      "status": "active",
+      "governance": {{
+        "origin": "derived",
+        "sourceRefs": [
+          {{ "kind": "session", "id": "session-abc" }},
+          {{ "kind": "event", "id": "42" }}
+        ],
+        "verification": "unverified",
+        "revision": 1,
+        "retention": "session-end"
+      }}
+    }},
+    {{
+      "schemaVersion": 1, "id": "memory:agent:fact:0123456789abcdef0123456789abcdef",
+      "scope": "project", "scopeKey": "/old/path", "type": "fact", "title": "Dev port",
+      "content": "Port 8080.", "tags": ["ports"],
+      "provenance": {{ "kind": "agent", "sessionId": "s1" }},
+      "createdAt": 1760000000000, "updatedAt": 1760000000000, "useCount": 3,
+      "contentHash": "{legacy_hash}", "status": "active"
+    }}
+  ]
+}}
+"""
+    plan = plan_import(empty_store, text.encode(), "project")
+    assert plan.invalid == [] and plan.exported_at == 1760000000500
+    apply_import(empty_store, plan)
+    by_title = {r.title: r for r in empty_store.records("project")}
+    assert by_title["Session workspace digest (auto)"].content.startswith("Files touched: 3")
+    assert by_title["Dev port"].tags == ["ports"]
+    assert by_title["Dev port"].useCount == 0
+
+
+# ------------------------------------------------------------------------- bad bundles
+
+
+def test_not_json_says_where(empty_store: MemoryStore):
+    message = bundle_error(empty_store, BUNDLES / "truncated.json")
+    assert "not valid JSON: line 1 column" in message and "truncated.json" in message
+
+
+def test_wrong_schema_version_is_refused(empty_store: MemoryStore):
+    assert "schemaVersion is 2" in bundle_error(empty_store, BUNDLES / "wrong-version.json")
+
+
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        (b"[]", "the top level is a JSON list, not an object"),
+        (b'{"records": []}', "schemaVersion is missing"),
+        (b'{"schemaVersion": "1", "records": []}', 'schemaVersion is "1"'),
+        (b'{"schemaVersion": 1, "records": {}}', "'records' is a JSON object, not a list"),
+        (b'{"schemaVersion": 1}', "'records' is missing"),
+        (b'{"schemaVersion": 1, "records": [], "records": []}', "key 'records' twice"),
+        (b'{"schemaVersion": 1, "records": [NaN]}', "NaN is not a JSON number"),
+        (b'{"schemaVersion": 1,\n "records": [\xff]}', "not UTF-8: byte 0xff at line 2"),
+        (b"", "not valid JSON: line 1 column 1"),
+    ],
+)
+def test_a_malformed_bundle_is_refused(empty_store: MemoryStore, data: bytes, what: str):
+    assert what in bundle_error(empty_store, data)
+
+
+@pytest.mark.parametrize("depth", [70, 100_000])
+def test_a_deeply_nested_bundle_is_refused(empty_store: MemoryStore, depth: int):
+    deep = b"[" * depth + b"]" * depth
+    entry = json.dumps(record_json("a", "b")).encode()[:-1] + b', "extra": ' + deep + b"}"
+    data = b'{"schemaVersion": 1, "records": [%s]}' % entry
+    assert "nested deeper than 64 levels" in bundle_error(empty_store, data)
+    top = b'{"schemaVersion": 1, "records": [], "meta": %s}' % deep
+    assert "nested deeper than 64 levels" in bundle_error(empty_store, top)
+
+
+def test_repeated_record_ids_are_refused(empty_store: MemoryStore):
+    a = record_json("A", "a", id="memory:user:fact:" + "1" * 32)
+    b = record_json("B", "b", id="memory:user:fact:" + "1" * 32)
+    message = bundle_error(empty_store, bundle_bytes(record_json("C", "c"), a, b))
+    assert "records[1] and records[2] have the same id" in message
+
+
+def test_a_bundle_over_64_mib_is_refused_before_reading(empty_store: MemoryStore, tmp_path: Path):
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(MAX_BUNDLE_BYTES + 1)  # sparse: no disk used
+    assert "larger than the 64 MiB" in bundle_error(empty_store, huge)
+
+
+def test_a_missing_or_special_file_is_refused(empty_store: MemoryStore, tmp_path: Path):
+    assert "cannot read it" in bundle_error(empty_store, tmp_path / "nope.json")
+    assert "not a regular file" in bundle_error(empty_store, tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert "not a regular file" in bundle_error(empty_store, fifo)
+
+
+# ------------------------------------------------------------------------- command line
+
+
+def test_cli_export_then_import(fixture_home: tuple[Path, Path], tmp_path: Path):
+    home, workspace = fixture_home
+    out = tmp_path / "b.json"
+    done = run_cli(home, workspace, "export", "--out", str(out), "--scope", "project")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"exported 4 record(s) to {out}"
+    assert out.stat().st_mode & 0o777 == 0o600
+
+    home2, ws2 = tmp_path / "h2", tmp_path / "w2"
+    dry = run_cli(home2, ws2, "import", str(out), "--scope", "project", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "4 new, 0 duplicate, 0 invalid" in dry.stdout
+    assert not (ws2 / ".dsh").exists()
+
+    done = run_cli(home2, ws2, "import", str(out), "--scope", "project")
+    assert done.returncode == 0, done.stderr
+    ids = done.stdout.strip().splitlines()[-4:]
+    assert all(i.startswith("memory:import:") for i in ids)
+    again = run_cli(home2, ws2, "import", str(out), "--scope", "project")
+    assert "0 new, 4 duplicate" in again.stdout and "imported 0 record(s)" in again.stdout
+
+
+def test_cli_lists_invalid_records_and_imports_the_rest(tmp_path: Path):
+    home, ws = tmp_path / "h", tmp_path / "w"
+    source = str(BUNDLES / "one-invalid-record.json")
+    done = run_cli(home, ws, "import", source, "--scope", "project")
+    assert done.returncode == 0
+    assert "ace970fccddba416a3966023df2d5c05" in done.stderr and "contentHash" in done.stderr
+    strict = run_cli(home, ws, "import", source, "--scope", "user", "--strict")
+    assert strict.returncode == 1
+    assert strict.stderr.strip().splitlines()[-1].startswith("error[BUNDLE_INVALID]: ")
+    assert not (home / "workspace-memory" / "user.jsonl").exists()
+
+
+def test_cli_bad_bundle_exits_1_and_writes_nothing(tmp_path: Path):
+    home, ws = tmp_path / "h", tmp_path / "w"
+    done = run_cli(home, ws, "import", str(BUNDLES / "wrong-version.json"), "--scope", "project")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error[BUNDLE_INVALID]: ") and "Traceback" not in done.stderr
+    assert not ws.exists() and not home.exists()
+
+
+def test_cli_shared_import_needs_yes_shared(tmp_path: Path):
+    home, ws = tmp_path / "h", tmp_path / "w"
+    source = str(BUNDLES / "valid.json")
+    refused = run_cli(home, ws, "import", source, "--scope", "shared")
+    assert refused.returncode == 1 and "SHARED_WRITE_UNCONFIRMED" in refused.stderr
+    done = run_cli(home, ws, "import", source, "--scope", "shared", "--yes-shared")
+    assert done.returncode == 0 and "imported 3 record(s)" in done.stdout
