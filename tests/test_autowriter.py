@@ -1,0 +1,752 @@
+"""The auto-writer (SPEC 6): digests from tool results, the stable id, silence on failure, and
+``dsh-memory auto-write`` as a real process (stdin, --events, --follow, SIGINT/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, HOST_FIXTURES, REPO_ROOT, run_cli
+
+from dsh_memory_tui.autowriter import AutoWriter, digest_id_prefix
+from dsh_memory_tui.model import content_hash, session_scope_key, sha256_hex
+from dsh_memory_tui.store import MemoryStore
+
+LOGGER = "dsh_memory_tui.autowriter"
+SEED_ID = "memory:auto:fact:e7e26cdefa2414a7:1899925c2fa2f12bdde45c62"
+SEED_CONTENT = (
+    "Files touched: 3 (2 created, 1 modified, 0 deleted)\n"
+    "Created: out/report.md, out/data.json\n"
+    "Modified: src/util.ts\n"
+    "Artifacts: 2 — out/report.md, out/data.json"
+)
+WAIT_S = 15.0
+
+
+class FakeClock:
+    """Seconds that move only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class MsClock:
+    """Store time in ms, one second further on each call (so "oldest" is well defined)."""
+
+    def __init__(self) -> None:
+        self.now = 1_764_000_000_000
+
+    def __call__(self) -> int:
+        self.now += 1000
+        return self.now
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def store(home: Path, workspace: Path) -> MemoryStore:
+    return MemoryStore.open(home, workspace, "alice", clock=MsClock())
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def writer(store: MemoryStore, clock: FakeClock) -> AutoWriter:
+    return AutoWriter(store, clock=clock)
+
+
+def event(
+    seq: int,
+    cwd: Path | str,
+    *files: tuple[str, str] | tuple[str, str, bool],
+    session: str = "s1",
+    root: str = "r1",
+    ok: bool = True,
+) -> dict[str, Any]:
+    return {
+        "sessionId": session, "rootId": root, "seq": seq, "cwd": str(cwd), "tool": "edit",
+        "ok": ok,
+        "files": [
+            {"path": f[0], "op": f[1], "artifact": f[2] if len(f) > 2 else False}  # type: ignore[misc]
+            for f in files
+        ],
+    }
+
+
+def seed_events(cwd: Path) -> list[str]:
+    text = (FIXTURES / "events" / "session-abc.jsonl").read_text()
+    return text.replace("__WORKSPACE__", str(cwd)).splitlines()
+
+
+def session_path(home: Path, session: str = "s1", root: str = "r1") -> Path:
+    name = sha256_hex(session_scope_key(session, root))
+    return home / "workspace-memory" / "sessions" / f"{name}.jsonl"
+
+
+def session_lines(home: Path, session: str = "s1", root: str = "r1") -> list[dict[str, Any]]:
+    path = session_path(home, session, root)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def current(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each id's line with the highest revision (a later line wins a tie)."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        prev = out.get(line["id"])
+        if prev is None or line["governance"]["revision"] >= prev["governance"]["revision"]:
+            out[line["id"]] = line
+    return out
+
+
+def written_content(writer: AutoWriter, clock: FakeClock, home: Path, **kw: str) -> str:
+    clock.advance(writer.debounce_s)
+    ids = writer.flush_due()
+    assert len(ids) == 1
+    return current(session_lines(home, **kw))[ids[0]]["content"]
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+# ------------------------------------------------------------------ the digest
+
+
+def test_seed_example_is_written_exactly_as_the_host_writes_it(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    for line in seed_events(workspace):
+        writer.on_tool_result(line)
+    clock.advance(0.5)
+    assert writer.flush_due() == [SEED_ID]
+
+    host_line = (HOST_FIXTURES / "home" / "workspace-memory" / "sessions"
+                 / f"{sha256_hex('session-abc|root-xyz')}.jsonl").read_text()
+    expected = json.loads(host_line)
+    [line] = session_lines(home, "session-abc", "root-xyz")
+    assert line["createdAt"] == line["updatedAt"]
+    for volatile in ("createdAt", "updatedAt"):  # the times of the write, not the host's
+        line.pop(volatile)
+        expected.pop(volatile)
+    assert line == expected
+    assert line["content"] == SEED_CONTENT
+    assert line["contentHash"] == content_hash(SEED_CONTENT)
+
+
+def test_digest_fields_provenance_and_source_refs(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(7, workspace, ("a.txt", "create")))
+    writer.on_tool_result(event(9, workspace, ("b.txt", "modify")))
+    clock.advance(0.5)
+    [record_id] = writer.flush_due()
+    [line] = session_lines(home)
+    assert record_id == f"memory:auto:fact:{sha256_hex('s1|r1')[:16]}:{sha256_hex('1/1/0/1')[:24]}"
+    assert line["scope"] == "session"
+    assert line["scopeKey"] == "s1|r1"
+    assert line["type"] == "fact"
+    assert line["title"] == "Session workspace digest (auto)"
+    assert line["tags"] == []
+    assert line["status"] == "active"
+    assert line["provenance"] == {
+        "kind": "tool", "sessionId": "s1", "eventSeq": 9, "note": "workspace auto-writer",
+    }
+    assert line["governance"] == {
+        "origin": "derived",
+        "sourceRefs": [{"kind": "session", "id": "s1"}, {"kind": "event", "id": "9"}],
+        "verification": "unverified", "revision": 1, "retention": "session-end",
+    }
+
+
+def test_net_effect_per_path_in_first_touched_order(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere" / "notes.txt"
+    writer.on_tool_result(event(1, workspace, ("src/a.py", "create"), ("src/b.py", "create")))
+    writer.on_tool_result(event(2, workspace, ("src/c.py", "modify"), ("src/d.py", "modify")))
+    writer.on_tool_result(event(3, workspace, ("src/e.py", "delete"), ("src/f.py", "delete")))
+    writer.on_tool_result(
+        event(4, workspace, (str(outside), "modify"), ("../other/x.md", "modify"))
+    )
+    writer.on_tool_result(event(5, workspace, ("src/a.py", "modify"), ("./src/b.py", "delete")))
+    writer.on_tool_result(event(6, workspace, (str(workspace / "src/c.py"), "delete")))
+    writer.on_tool_result(event(7, workspace, ("src/f.py", "create")))
+    content = written_content(writer, clock, home)
+    assert content == (
+        "Files touched: 7 (1 created, 4 modified, 2 deleted)\n"
+        f"Created: src/a.py\n"
+        f"Modified: src/d.py, src/f.py, {outside}, {workspace.parent / 'other' / 'x.md'}\n"
+        "Deleted: src/c.py, src/e.py\n"
+        "Artifacts: 1 — src/a.py"
+    )
+
+
+def test_flagged_artifacts_replace_created_files_and_deleted_ones_drop_out(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("build/app.whl", "create", True),
+                                ("notes.md", "create"), ("report.pdf", "modify", True)))
+    writer.on_tool_result(event(2, workspace, ("tmp.bin", "create", True)))
+    writer.on_tool_result(event(3, workspace, ("tmp.bin", "delete"), ("build/app.whl", "modify")))
+    assert written_content(writer, clock, home) == (
+        "Files touched: 3 (2 created, 1 modified, 0 deleted)\n"
+        "Created: build/app.whl, notes.md\n"
+        "Modified: report.pdf\n"
+        "Artifacts: 2 — build/app.whl, report.pdf"
+    )
+
+
+def test_empty_lists_are_left_out(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("old.txt", "delete")))
+    assert written_content(writer, clock, home) == (
+        "Files touched: 1 (0 created, 0 modified, 1 deleted)\nDeleted: old.txt"
+    )
+
+
+def test_more_than_twenty_paths_end_with_the_count_of_the_rest(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    names = [f"gen/f{i:02d}.txt" for i in range(25)]
+    for seq, name in enumerate(names):
+        writer.on_tool_result(event(seq, workspace, (name, "create")))
+    writer.on_tool_result(event(99, workspace, *((f"m{i}", "modify") for i in range(21))))
+    listed = ", ".join(names[:20]) + ", … (+5 more)"
+    assert written_content(writer, clock, home) == (
+        "Files touched: 46 (25 created, 21 modified, 0 deleted)\n"
+        f"Created: {listed}\n"
+        "Modified: " + ", ".join(f"m{i}" for i in range(20)) + ", … (+1 more)\n"
+        f"Artifacts: 25 — {listed}"
+    )
+
+
+def test_same_counts_with_other_paths_is_a_new_revision_of_the_same_id(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create"), ("b.txt", "create")))
+    clock.advance(0.5)
+    [first] = writer.flush_due()
+    writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("c.txt", "create")))
+    clock.advance(0.5)
+    assert writer.flush_due() == [first]
+
+    lines = session_lines(home)
+    assert [line["id"] for line in lines] == [first, first]
+    assert [line["governance"]["revision"] for line in lines] == [1, 2]
+    assert lines[1]["content"] == (
+        "Files touched: 2 (2 created, 0 modified, 0 deleted)\n"
+        "Created: b.txt, c.txt\n"
+        "Artifacts: 2 — b.txt, c.txt"
+    )
+    assert lines[1]["provenance"]["eventSeq"] == 2
+    assert lines[1]["governance"]["sourceRefs"][1] == {"kind": "event", "id": "2"}
+    assert lines[1]["createdAt"] == lines[0]["createdAt"]
+    assert lines[1]["updatedAt"] > lines[0]["updatedAt"]
+
+
+def test_a_verified_digest_with_new_content_becomes_stale(
+    writer: AutoWriter, store: MemoryStore, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
+    clock.advance(0.5)
+    [record_id] = writer.flush_due()
+    store.verify(record_id)
+    writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("b.txt", "create")))
+    clock.advance(0.5)
+    assert writer.flush_due() == [record_id]
+    assert store.get(record_id).governance.verification.value == "stale"
+
+
+def test_a_burst_is_written_once_after_the_debounce(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    assert writer.due() is None
+    for seq in range(100):
+        writer.on_tool_result(event(seq, workspace, (f"f{seq % 7}.txt", "modify")))
+        clock.advance(0.01)
+        assert writer.flush_due() == []
+    assert writer.due() == pytest.approx(0.49)
+    clock.advance(0.48)
+    assert writer.flush_due() == []
+    clock.advance(0.01)
+    assert len(writer.flush_due()) == 1
+    assert writer.due() is None
+    assert len(session_lines(home)) == 1
+
+
+def test_ok_false_results_are_ignored(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("kept.txt", "create")))
+    writer.on_tool_result(event(2, workspace, ("kept.txt", "delete"), ok=False))
+    writer.on_tool_result(event(3, workspace, ("failed.txt", "create"), ok=False))
+    content = written_content(writer, clock, home)
+    assert content == (
+        "Files touched: 1 (1 created, 0 modified, 0 deleted)\n"
+        "Created: kept.txt\nArtifacts: 1 — kept.txt"
+    )
+    assert session_lines(home)[0]["provenance"]["eventSeq"] == 1
+
+
+def test_a_session_that_touched_no_file_writes_nothing(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace))
+    writer.on_tool_result(event(2, workspace, ("scratch.txt", "create")))
+    writer.on_tool_result(event(3, workspace, ("scratch.txt", "delete")))
+    clock.advance(0.5)
+    assert writer.flush_due() == []
+    assert not session_path(home).exists()
+
+
+def test_rerunning_the_same_events_writes_no_line(
+    home: Path, workspace: Path, clock: FakeClock
+) -> None:
+    events = seed_events(workspace) + [
+        json.dumps(event(50, workspace, ("x.txt", "delete"), session="session-abc",
+                         root="root-xyz"))
+    ]
+    first = AutoWriter(MemoryStore.open(home, workspace, "alice"), clock=clock)
+    for line in events:
+        first.on_tool_result(line)
+    assert len(first.flush_all()) == 1
+    before = session_path(home, "session-abc", "root-xyz").read_bytes()
+
+    again = AutoWriter(MemoryStore.open(home, workspace, "alice"), clock=clock)
+    for line in events:
+        again.on_tool_result(line)
+    assert again.flush_all() == []
+    assert session_path(home, "session-abc", "root-xyz").read_bytes() == before
+
+
+def test_seven_distinct_digests_leave_six_active_and_archive_the_oldest(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    ids = []
+    for n in range(7):
+        writer.on_tool_result(event(n, workspace, (f"f{n}.txt", "create")))
+        clock.advance(0.5)
+        ids.extend(writer.flush_due())
+    assert len(set(ids)) == 7
+    state = current(session_lines(home))
+    assert {i for i, r in state.items() if r["status"] == "active"} == set(ids[1:])
+    assert state[ids[0]]["status"] == "archived"
+    assert state[ids[0]]["governance"]["revision"] == 2
+    assert len(session_lines(home)) == 8  # seven digests and one archive revision
+
+
+def test_a_new_revision_of_an_archived_digest_is_active_again(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    ids = []
+    for n in range(7):
+        writer.on_tool_result(event(n, workspace, (f"f{n}.txt", "create")))
+        clock.advance(0.5)
+        ids.extend(writer.flush_due())
+    # Back to one created file, another one: the first id's counts with new content.
+    writer.on_tool_result(event(9, workspace, *((f"f{n}.txt", "delete") for n in range(6))))
+    clock.advance(0.5)
+    assert writer.flush_due() == [ids[0]]
+    state = current(session_lines(home))
+    assert state[ids[0]]["status"] == "active"
+    assert state[ids[0]]["content"].splitlines()[1] == "Created: f6.txt"
+    assert state[ids[1]]["status"] == "archived"
+    assert sum(r["status"] == "active" for r in state.values()) == 6
+
+
+def test_two_sessions_interleaved_stay_apart(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    other_ws = tmp_path / "other"
+    other_ws.mkdir()
+    for seq in range(10):
+        writer.on_tool_result(event(seq, workspace, (f"one/{seq}.txt", "create"), session="A"))
+        writer.on_tool_result(
+            event(seq, other_ws, (f"two/{seq % 3}.txt", "modify"), session="B", root="r2")
+        )
+    clock.advance(0.5)
+    assert len(writer.flush_due()) == 2
+    [a] = session_lines(home, "A", "r1")
+    [b] = session_lines(home, "B", "r2")
+    assert a["content"].startswith("Files touched: 10 (10 created, 0 modified, 0 deleted)")
+    assert b["content"] == (
+        "Files touched: 3 (0 created, 3 modified, 0 deleted)\n"
+        "Modified: two/0.txt, two/1.txt, two/2.txt"
+    )
+    assert a["id"].startswith(digest_id_prefix("A|r1"))
+    assert b["id"].startswith(digest_id_prefix("B|r2"))
+
+
+def test_each_session_has_its_own_debounce(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("a", "create"), session="early"))
+    clock.advance(0.3)
+    writer.on_tool_result(event(1, workspace, ("b", "create"), session="late"))
+    assert writer.due() == pytest.approx(0.2)
+    clock.advance(0.2)
+    assert len(writer.flush_due()) == 1
+    assert session_lines(home, "early") and not session_lines(home, "late")
+    assert writer.due() == pytest.approx(0.3)
+    clock.advance(0.3)
+    assert len(writer.flush_due()) == 1
+    assert session_lines(home, "late")
+
+
+# ------------------------------------------------------------------ silence on failure
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not json at all",
+        "[1, 2]",
+        b"\xff\xfe",
+        '{"rootId": "r1", "seq": 1, "cwd": "/", "ok": true, "files": []}',
+        '{"sessionId": "s1", "rootId": "r1", "seq": "7", "cwd": "/", "ok": true}',
+        '{"sessionId": "s1", "rootId": "r1", "seq": 1, "cwd": "relative/dir", "ok": true}',
+        '{"sessionId": "s1", "rootId": "r1", "seq": 1, "cwd": "/", "files": []}',
+        '{"sessionId": "s1", "rootId": "r1", "seq": 1, "cwd": "/", "ok": true, "files": {}}',
+        '{"sessionId": "s1", "rootId": "r1", "seq": 1, "cwd": "/", "ok": true,'
+        ' "files": [{"path": "a", "op": "rename"}]}',
+        '{"sessionId": "s1", "rootId": "r1", "seq": 1, "cwd": "/", "ok": true,'
+        ' "files": [{"path": "a", "op": "create", "artifact": "yes"}]}',
+        '{"sessionId": "s1", "rootId": "r1", "seq": 1, "cwd": "/", "ok": true, "files": [7]}',
+        "[" * 100_000,
+    ],
+)
+def test_a_malformed_event_is_skipped_with_a_debug_line(
+    writer: AutoWriter, bad: str | bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    writer.on_tool_result(bad)
+    assert writer.due() is None
+    assert any("malformed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_malformed_object_is_skipped_too(writer: AutoWriter, workspace: Path) -> None:
+    writer.on_tool_result({"sessionId": 5, "rootId": "r", "seq": 1, "cwd": str(workspace),
+                           "ok": True})
+    writer.on_tool_result(None)  # type: ignore[arg-type]
+    assert writer.due() is None
+
+
+def test_a_cwd_that_does_not_exist_is_skipped(
+    writer: AutoWriter, clock: FakeClock, home: Path, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    writer.on_tool_result(event(1, tmp_path / "gone", ("a.txt", "create")))
+    clock.advance(1)
+    assert writer.flush_all() == []
+    assert not session_path(home).exists()
+    assert any("does not exist" in r.getMessage() for r in caplog.records)
+
+
+def test_no_store_is_skipped(
+    clock: FakeClock, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    writer = AutoWriter(None, clock=clock)
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
+    clock.advance(0.5)
+    assert writer.flush_due() == []
+    assert any("no store" in r.getMessage() for r in caplog.records)
+
+
+def test_a_home_that_cannot_be_created_is_skipped(
+    tmp_path: Path, workspace: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    writer = AutoWriter(MemoryStore.open(blocker / "home", workspace, "alice"), clock=clock)
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
+    assert writer.flush_all() == []
+    assert any("not written" in r.getMessage() for r in caplog.records)
+
+
+def _oversized(home: Path) -> Path:
+    path = session_path(home)
+    path.parent.mkdir(parents=True, mode=0o700)
+    junk = b"x" * (1 << 20) + b"\n"
+    path.write_bytes(junk * 9)  # nine 1 MiB lines: over the 8 MiB cap, so read-only
+    return path
+
+
+def test_a_read_only_store_is_skipped(
+    writer: AutoWriter, home: Path, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    path = _oversized(home)
+    size = path.stat().st_size
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
+    assert writer.flush_all() == []
+    assert path.stat().st_size == size
+    assert any("STORE_TOO_LARGE" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("damage", ["directory", "symlink"])
+def test_a_damaged_store_is_skipped(
+    writer: AutoWriter, home: Path, workspace: Path, tmp_path: Path, damage: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    path = session_path(home)
+    path.parent.mkdir(parents=True, mode=0o700)
+    target = tmp_path / "target.jsonl"
+    target.write_text("")
+    if damage == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(target)
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
+    assert writer.flush_all() == []
+    assert target.read_text() == ""
+    assert any("UNSAFE_PATH" in r.getMessage() for r in caplog.records)
+
+
+@pytest.fixture
+def held_lock(home: Path) -> Iterator[Path]:
+    """The session file's lock held by another process until the test ends."""
+    path = session_path(home)
+    path.parent.mkdir(parents=True, mode=0o700)
+    lock_path = Path(f"{path}.lock")
+    code = (
+        "import sys\nfrom filelock import FileLock\n"
+        f"lock = FileLock({str(lock_path)!r}); lock.acquire()\n"
+        "print('locked', flush=True)\nsys.stdin.read()\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        yield path
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=WAIT_S)
+
+
+def test_a_lock_timeout_is_skipped(
+    held_lock: Path, home: Path, workspace: Path, clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    store = MemoryStore.open(home, workspace, "alice", lock_timeout_s=0.05)
+    writer = AutoWriter(store, clock=clock)
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
+    assert writer.flush_all() == []
+    assert not held_lock.exists()
+    assert any("LOCK_TIMEOUT" in r.getMessage() for r in caplog.records)
+
+
+def test_a_forgotten_digest_is_not_written_again(
+    writer: AutoWriter, store: MemoryStore, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
+    [record_id] = writer.flush_all()
+    store.forget(record_id)
+    writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("b.txt", "create")))
+    assert writer.flush_all() == []
+    assert store.get(record_id).status.value == "forgotten"
+
+
+# ------------------------------------------------------------------ dsh-memory auto-write
+
+
+def _no_noise(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert "Traceback" not in result.stdout
+
+
+def test_cli_reads_stdin_and_writes_at_eof(home: Path, workspace: Path) -> None:
+    result = run_cli(home, workspace, "auto-write", input="\n".join(seed_events(workspace)))
+    _no_noise(result)
+    assert result.stdout == ""
+    [line] = session_lines(home, "session-abc", "root-xyz")
+    assert (line["id"], line["content"]) == (SEED_ID, SEED_CONTENT)
+
+
+def test_cli_writes_one_digest_per_session_after_a_burst(home: Path, workspace: Path) -> None:
+    lines = []
+    for seq in range(200):
+        session = "A" if seq % 2 else "B"
+        lines.append(json.dumps(event(seq, workspace, (f"{session}/{seq % 9}", "modify"),
+                                      session=session)))
+    events = workspace / "events.jsonl"
+    events.write_text("\n".join(lines) + "\n")
+    _no_noise(run_cli(home, workspace, "auto-write", "--events", str(events)))
+    assert len(session_lines(home, "A")) == 1
+    assert len(session_lines(home, "B")) == 1
+
+
+def test_cli_rerun_of_the_same_events_writes_no_line(home: Path, workspace: Path) -> None:
+    events = workspace / "events.jsonl"
+    events.write_text("\n".join(seed_events(workspace)) + "\n")
+    _no_noise(run_cli(home, workspace, "auto-write", "--events", str(events)))
+    before = session_path(home, "session-abc", "root-xyz").read_bytes()
+    _no_noise(run_cli(home, workspace, "auto-write", "--events", str(events)))
+    _no_noise(run_cli(home, workspace, "auto-write", input=events.read_text()))
+    assert session_path(home, "session-abc", "root-xyz").read_bytes() == before
+
+
+def test_cli_failures_are_silent_malformed_lines_and_bad_cwd(
+    home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    lines = [
+        "garbage", "{}", '{"sessionId": "s1"}', "[]", "\x00\x01",
+        json.dumps(event(1, tmp_path / "missing", ("a.txt", "create"))),
+        json.dumps(event(2, "not/absolute", ("a.txt", "create"))),
+        '{"sessionId": "s1", "rootId": "r1", "seq": 3, "cwd": "/", "ok": true, "files": [{"path"',
+    ]
+    result = run_cli(home, workspace, "auto-write", input="\n".join(lines))
+    _no_noise(result)
+    assert not session_path(home).exists()
+
+
+@pytest.mark.parametrize("failure", ["no-store", "read-only", "damaged", "lock-timeout"])
+def test_cli_failures_are_silent_store_problems(
+    request: pytest.FixtureRequest, home: Path, workspace: Path, tmp_path: Path, failure: str
+) -> None:
+    env = {}
+    target_home = home
+    if failure == "no-store":
+        blocker = tmp_path / "blocker"
+        blocker.write_text("")
+        target_home = blocker / "home"
+    elif failure == "read-only":
+        _oversized(home)
+    elif failure == "damaged":
+        session_path(home).mkdir(parents=True)
+    else:
+        request.getfixturevalue("held_lock")
+        env["DSH_LOCK_TIMEOUT"] = "0.1"
+    before = sorted(p.name for p in session_path(home).parent.glob("*")) if home.exists() else []
+    result = run_cli(target_home, workspace, "auto-write", env=env,
+                     input=json.dumps(event(1, workspace, ("a.txt", "create"))) + "\n")
+    _no_noise(result)
+    assert result.stdout == ""
+    after = sorted(p.name for p in session_path(home).parent.glob("*")) if home.exists() else []
+    assert [n for n in after if n.endswith(".jsonl")] == [
+        n for n in before if n.endswith(".jsonl")
+    ]
+
+
+def _start(home: Path, workspace: Path, *args: str) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(home), "--workspace",
+           str(workspace), "--user", "alice", "auto-write", *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+
+
+def _append(path: Path, *events: dict[str, Any]) -> None:
+    with open(path, "a") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in events))
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, bytes]:
+    _, err = proc.communicate(timeout=WAIT_S)
+    return proc.returncode, err
+
+
+def test_cli_follow_writes_as_the_file_grows(home: Path, workspace: Path) -> None:
+    events = workspace / "events.jsonl"
+    proc = _start(home, workspace, "--events", str(events), "--follow")  # file not there yet
+    try:
+        _append(events, event(1, workspace, ("a.txt", "create")))
+        wait_for(lambda: len(session_lines(home)) == 1, "the first digest")
+        _append(events, event(2, workspace, ("a.txt", "delete"), ("b.txt", "create")))
+        wait_for(lambda: len(session_lines(home)) == 2, "the second revision")
+        _append(events, event(3, workspace, ("c.txt", "modify")))
+        wait_for(lambda: len(session_lines(home)) == 3, "a new digest")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code, err = _finish(proc)
+    assert (code, err) == (0, b"")
+    lines = session_lines(home)
+    assert lines[0]["id"] == lines[1]["id"] != lines[2]["id"]
+    assert lines[1]["governance"]["revision"] == 2
+    assert lines[2]["content"].startswith("Files touched: 2 (1 created, 1 modified, 0 deleted)")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("source", ["stdin", "follow"])
+def test_cli_writes_the_pending_digest_on_a_signal(
+    home: Path, workspace: Path, signum: int, source: str
+) -> None:
+    events = workspace / "events.jsonl"
+    args = ("--events", str(events), "--follow") if source == "follow" else ()
+    proc = _start(home, workspace, *args)
+    assert proc.stdin is not None
+
+    def send(*evs: dict[str, Any]) -> None:
+        if source == "follow":
+            _append(events, *evs)
+        else:
+            proc.stdin.write(b"".join(json.dumps(e).encode() + b"\n" for e in evs))
+            proc.stdin.flush()
+
+    try:
+        # A first digest on disk says the reader is running with its handlers in place.
+        send(event(1, workspace, ("warm.txt", "create"), session="warm-up"))
+        wait_for(lambda: bool(session_lines(home, "warm-up")), "the warm-up digest")
+        send(*(event(seq, workspace, (f"out/{seq}.md", "create", True)) for seq in range(5)))
+    finally:
+        proc.send_signal(signum)
+        code, err = _finish(proc)
+    assert (code, err) == (0, b"")
+    [line] = session_lines(home)
+    assert line["content"] == (
+        "Files touched: 5 (5 created, 0 modified, 0 deleted)\n"
+        "Created: out/0.md, out/1.md, out/2.md, out/3.md, out/4.md\n"
+        "Artifacts: 5 — out/0.md, out/1.md, out/2.md, out/3.md, out/4.md"
+    )
+
+
+def test_cli_events_file_that_does_not_exist_is_a_usage_error(
+    home: Path, workspace: Path
+) -> None:
+    result = run_cli(home, workspace, "auto-write", "--events", str(workspace / "nope.jsonl"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("error[USAGE]:")
+    assert "Traceback" not in result.stderr
