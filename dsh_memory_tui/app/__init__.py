@@ -1,0 +1,1 @@
+"""The Textual application. The only package that imports textual."""

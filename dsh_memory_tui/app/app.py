@@ -1,0 +1,670 @@
+"""MemoryApp: tabs per scope, the review queue, forms, dialogs, and live refresh."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+
+from ..errors import StoreError
+from ..jsonl import ensure_dir, read_file
+from ..model import Record, Scope, Status
+from ..store import Action, FileView, MemoryStore
+from .panes import TABS, RecordPane, TabSpec
+from .screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
+from .screens.form import FormResult, RecordForm
+from .widgets.record_table import RecordTable
+
+EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
+WRITE_ACTIONS = {"verify", "reject", "archive", "restore", "forget", "edit", "copy"}
+
+# (key, action, description, shown in footer)
+ACTIONS: list[tuple[str, str, str, bool]] = [
+    ("v", "verify", "Verify", True),
+    ("x", "reject", "Reject", True),
+    ("n", "new", "New", True),
+    ("e", "edit", "Edit", True),
+    ("a", "archive", "Archive", True),
+    ("u", "restore", "Restore", True),
+    ("f", "forget", "Forget", True),
+    ("c", "copy", "Copy to scope", True),
+    ("slash", "filter", "Filter", True),
+    ("E", "export", "Export", True),
+    ("I", "import", "Import", True),
+    ("A", "toggle_inactive", "Show archived/forgotten", True),
+    ("D", "toggle_derived", "Review: show derived", False),
+    ("C", "compact", "Compact", False),
+    ("question_mark", "help", "Help", True),
+    ("q", "quit", "Quit", True),
+]
+
+HELP_KEYS = [
+    ("v", "verify the selected (or marked) records"),
+    ("x", "reject, with an optional reason"),
+    ("n", "new record (project, shared-project or user)"),
+    ("e", "edit: keeps the id, bumps the revision"),
+    ("a / u", "archive / restore"),
+    ("f", "forget: erase title and content for good (asks first)"),
+    ("c", "copy to another scope (says who will see it)"),
+    ("space", "mark a row; v, x and a then act on every marked row"),
+    ("/", "filter: words, type:, status:, origin:, verification:, tag:"),
+    ("E / I", "export / import a bundle"),
+    ("A", "show archived and forgotten records"),
+    ("D", "review queue: also show auto-derived session digests"),
+    ("C", "compact this tab's file (the only way to shrink one over 8 MiB)"),
+    ("1-5", "Review, Session, Project, Shared, User"),
+    ("ctrl+p", "command palette: every action"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+
+
+class MemoryApp(App[None]):
+    """The reviewer's workbench over one ``MemoryStore``."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "dsh-memory"
+    BINDINGS = [
+        *[Binding(k, a, d, show=s, id=a) for k, a, d, s in ACTIONS],
+        *[Binding(t.key, f"show_tab('{t.id}')", t.title, show=False) for t in TABS],
+        Binding("escape", "focus_table", "Back to table", show=False),
+    ]
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        session: str | None = None,
+        watch: bool = True,
+        demo: bool = False,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.session = session
+        self.watch_enabled = watch
+        self.demo = demo
+        self.show_inactive = False
+        self.review_derived = False
+        self.index: dict[str, FileView] = {}
+        self._sync_pending = False
+        self._seen: dict[Path, tuple[int, int, int, bool]] = {}
+        self.watch_mode = "off"
+        self.sync_count = 0
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(id="tabs", initial="session" if self.session else "review"):
+            for spec in TABS:
+                with TabPane(spec.title, id=spec.id):
+                    yield RecordPane(spec, self._belongs(spec))
+        yield Static("", id="status-line")
+        yield Footer(compact=True)
+
+    def _belongs(self, spec: TabSpec) -> Callable[[Record], bool]:
+        if spec.scope is None:
+            return lambda r: r.in_review_queue(self.review_derived)
+        scope = spec.scope
+        return lambda r: r.scope is scope and (self.show_inactive or r.status is Status.ACTIVE)
+
+    def panes(self) -> list[RecordPane]:
+        return list(self.query(RecordPane))
+
+    def pane(self, tab_id: str) -> RecordPane:
+        return self.query_one(f"#pane-{tab_id}", RecordPane)
+
+    @property
+    def active_pane(self) -> RecordPane:
+        return self.pane(self.query_one(TabbedContent).active or "review")
+
+    def on_mount(self) -> None:
+        self.full_sync()
+        self.active_pane.table.focus()
+        if self.watch_enabled:
+            self.watch_store()
+        self._status()
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width >= 140, "wide")
+
+    # ------------------------------------------------------------------ data flow
+
+    def full_sync(self) -> None:
+        """Read everything new and rebuild every tab (first load, a file replaced, toggles)."""
+        self.store.refresh()
+        self.index = {}
+        for view in self.store.views(refresh=False):
+            self._seen[view.path] = self._mark(view)
+            for rid in view.current:
+                self.index[rid] = view
+        records = [view.current[rid] for rid, view in self.index.items()]
+        groups = self._session_groups()
+        with self.batch_update():
+            for pane in self.panes():
+                pane.rebuild(records, groups if pane.grouped else None)
+            self._after_sync()
+
+    @staticmethod
+    def _mark(view: FileView) -> tuple[int, int, int, bool]:
+        return (view.epoch, len(view.applied), len(view.corrupt), view.read_only)
+
+    def schedule_sync(self) -> None:
+        """Coalesce a burst of file events into one sync per frame."""
+        if not self._sync_pending:
+            self._sync_pending = True
+            self.call_after_refresh(self.sync)
+
+    def sync(self) -> None:
+        """Show what changed in the files since the last sync: other processes' appends and
+        our own writes alike (each view says what it applied since its last reset).
+        """
+        self._sync_pending = False
+        self.sync_count += 1
+        try:
+            self.store.refresh()
+        except StoreError as exc:
+            self.notify(exc.message, title=f"error[{exc.code}]", severity="error")
+            return
+        changed: dict[str, Record] = {}
+        reset = touched = False
+        for view in self.store.views(refresh=False):
+            mark = self._mark(view)
+            seen = self._seen.get(view.path)
+            if seen == mark:
+                continue
+            touched = True
+            if seen is not None and seen[0] != view.epoch:
+                reset = True
+                continue
+            self._seen[view.path] = mark
+            for rid in view.applied[seen[1] if seen else 0:]:
+                self.index[rid] = view
+                changed[rid] = view.current[rid]
+        if reset:
+            queue_before = set(self.pane("review").records)
+            self.full_sync()
+            review = self.pane("review").records
+            self._announce([review[r] for r in set(review) - queue_before])
+            return
+        if not touched:
+            return
+        queued: list[Record] = []
+        groups = self._session_groups() if any(
+            r.scope is Scope.SESSION for r in changed.values()) else None
+        with self.batch_update():
+            for pane in self.panes():
+                if groups is not None and pane.grouped:
+                    pane.groups = groups
+                added = pane.apply(changed.values())
+                if added:
+                    pane.table.flash(added)
+                    if pane.spec.scope is None:
+                        queued.extend(pane.records[a] for a in added)
+            self._after_sync()
+        self._announce(queued)
+
+    def _announce(self, queued: list[Record]) -> None:
+        fresh = [r for r in queued if r.governance.revision == 1]
+        if fresh:
+            n = len(fresh)
+            self.notify(f"{n} new proposal{'s' if n != 1 else ''} waiting for review",
+                        title="Review queue")
+
+    def _session_groups(self) -> dict[str, str]:
+        groups: dict[str, str] = {}
+        for view in self.store.views(Scope.SESSION, refresh=False):
+            label = view.scope_key or view.path.stem[:16]
+            for rid in view.current:
+                groups[rid] = label
+        return groups
+
+    def _after_sync(self) -> None:
+        """Tab counts, banners, the detail pane and the status line."""
+        tabs = self.query_one(TabbedContent)
+        for pane in self.panes():
+            n = len(pane.records)
+            label = f"{pane.spec.title} ({n})" if pane.spec.scope is None else pane.spec.title
+            tabs.get_tab(pane.spec.id).label = label
+            pane.set_banner(self._banner(pane.spec.scope))
+        self._show_detail(self.active_pane)
+        self._status()
+
+    def _banner(self, scope: Scope | None) -> str:
+        lines: list[str] = []
+        for view in self.store.views(scope, refresh=False):
+            name = view.path.name
+            if view.read_only:
+                lines.append(
+                    f"⚠ {name} is {view.size / 1048576:.1f} MiB, over the 8 MiB cap: read-only."
+                    " Compact it (C) to write again."
+                )
+            if view.corrupt:
+                lines.append(
+                    f"⚠ {len(view.corrupt)} corrupt line(s) skipped in {name}; the next write "
+                    f"moves them to {view.safe.corrupt_path.name}"
+                )
+            quarantined = _count_lines(view.safe.corrupt_path)
+            if quarantined:
+                lines.append(
+                    f"ⓘ {quarantined} corrupt line(s) quarantined in {view.safe.corrupt_path.name}"
+                )
+            if view.future:
+                lines.append(
+                    f"ⓘ {len(view.future)} line(s) in {name} from a newer schema: kept, read-only"
+                )
+        return "\n".join(lines)
+
+    def _status(self) -> None:
+        paths = self.store.paths
+        waiting = len(self.pane("review").records)
+        marked = len(self.active_pane.table.marked_in_order())
+        parts = [
+            f"user {paths.user_id}",
+            f"workspace {paths.workspace.name}",
+            f"live: {self.watch_mode}",
+            f"{waiting} waiting",
+        ]
+        if marked:
+            parts.append(f"{marked} marked")
+        if self.show_inactive:
+            parts.append("showing archived/forgotten")
+        if self.demo:
+            parts.append("DEMO")
+        self.query_one("#status-line", Static).update("  ·  ".join(parts))
+
+    # ------------------------------------------------------------------ watching
+
+    @work(exclusive=True, group="watch")
+    async def watch_store(self) -> None:
+        from .watcher import watch_store_dirs
+
+        paths = self.store.paths
+        dirs = [paths.home_memory_dir, paths.workspace_memory_dir]
+        try:
+            for d in dirs:
+                ensure_dir(d)
+        except StoreError as exc:
+            self.watch_mode = "off (" + exc.code + ")"
+            self.notify(exc.message, title="Not watching", severity="warning")
+            self._status()
+            return
+
+        def mode(name: str) -> None:
+            self.watch_mode = name
+            self._status()
+
+        async for _ in watch_store_dirs(dirs, on_mode=mode):
+            self.schedule_sync()
+
+    # ------------------------------------------------------------------ selection
+
+    @on(RecordTable.CursorMoved)
+    def _cursor_moved(self, event: RecordTable.CursorMoved) -> None:
+        pane = self._pane_of(event.table)
+        if pane is not None and pane is self.active_pane:
+            self._show_detail(pane)
+        self.refresh_bindings()
+
+    @on(RecordTable.MarksChanged)
+    def _marks_changed(self) -> None:
+        self._status()
+        self.refresh_bindings()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self) -> None:
+        pane = self.active_pane
+        self._show_detail(pane)
+        pane.table.focus()
+        self._status()
+        self.refresh_bindings()
+
+    def _pane_of(self, table: RecordTable) -> RecordPane | None:
+        for pane in self.panes():
+            if pane.table is table:
+                return pane
+        return None
+
+    def _show_detail(self, pane: RecordPane) -> None:
+        record = self.current_record(pane)
+        history = self.index[record.id].history(record.id) if record else []
+        pane.detail.show(record, history)
+
+    def record(self, rid: str) -> Record | None:
+        view = self.index.get(rid)
+        return view.current.get(rid) if view else None
+
+    def current_record(self, pane: RecordPane | None = None) -> Record | None:
+        key = (pane or self.active_pane).table.cursor_key
+        return self.record(key) if key else None
+
+    def targets(self) -> list[Record]:
+        return [r for k in self.active_pane.record_keys() if (r := self.record(k))]
+
+    # ------------------------------------------------------------------ filter
+
+    @on(Input.Changed, ".filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        pane = event.input.parent
+        if isinstance(pane, RecordPane):
+            pane.set_filter(event.value)
+            self._show_detail(pane)
+
+    @on(Input.Submitted, ".filter")
+    def _filter_submitted(self) -> None:
+        self.active_pane.table.focus()
+
+    def action_filter(self) -> None:
+        self.active_pane.query_one(".filter", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.active_pane.table.focus()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    # ------------------------------------------------------------------ availability
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not isinstance(self.screen, Screen) or self.screen is not self.screen_stack[0]:
+            return True
+        if action in WRITE_ACTIONS:
+            records = self.targets()
+            if not records:
+                return None
+            if any(self.index[r.id].read_only for r in records):
+                return None
+            if action == "edit" and (len(records) != 1 or records[0].scope is Scope.SESSION
+                                     or records[0].status is Status.FORGOTTEN):
+                return None
+            if action in ("copy",) and len(records) != 1:
+                return None
+        return True
+
+    # ------------------------------------------------------------------ writing
+
+    def confirm_shared(self, path: Path, then: Callable[[], None]) -> None:
+        """Ask before any write to shared-project, naming the file."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.push_screen(
+            ConfirmDialog(
+                "Write to shared-project?",
+                f"This changes {path}\nwhich everyone sharing the project sees "
+                "(it is committed with the project).",
+                "Write shared",
+            ),
+            answered,
+        )
+
+    def run_write(self, scopes: Iterable[Scope], write: Callable[[bool], Any],
+                  done: str | None = None) -> None:
+        """Run ``write(confirm_shared)`` after the shared confirmation when needed; a
+        StoreError becomes a notification; the view syncs either way.
+        """
+
+        def go(confirmed: bool) -> None:
+            try:
+                write(confirmed)
+            except StoreError as exc:
+                self.notify(exc.message, title=f"error[{exc.code}]", severity="error",
+                            timeout=8)
+            else:
+                if done:
+                    self.notify(done)
+            self.sync()
+
+        if Scope.SHARED in set(scopes):
+            self.confirm_shared(self.store.paths.shared_file().path, lambda: go(True))
+        else:
+            go(False)
+
+    def _review(self, action: Action, reason: str | None = None) -> None:
+        records = self.targets()
+        if not records:
+            return
+        pane = self.active_pane
+
+        def write(confirmed: bool) -> None:
+            if len(records) == 1:
+                r = records[0]
+                self.store.apply(action, r.id, reason=reason, base_revision=r.governance.revision,
+                                 confirm_shared=confirmed)
+            else:
+                self.store.apply_many(action, [r.id for r in records], reason=reason,
+                                      confirm_shared=confirmed)
+            pane.table.clear_marks()
+
+        n = len(records)
+        what = f"{n} records" if n > 1 else f"“{records[0].title}”"
+        self.run_write([r.scope for r in records], write, f"{action.value}: {what}")
+
+    def action_verify(self) -> None:
+        self._review(Action.VERIFY)
+
+    def action_archive(self) -> None:
+        self._review(Action.ARCHIVE)
+
+    def action_restore(self) -> None:
+        self._review(Action.RESTORE)
+
+    def action_reject(self) -> None:
+        records = self.targets()
+        if not records:
+            return
+        what = f"{len(records)} records" if len(records) > 1 else f"“{records[0].title}”"
+
+        def answered(reason: str | None) -> None:
+            if reason is not None:
+                self._review(Action.REJECT, reason or None)
+
+        self.push_screen(ReasonDialog("Reject", f"Reject {what}?"), answered)
+
+    def action_forget(self) -> None:
+        record = self.current_record()
+        if record is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_write(
+                    [record.scope],
+                    lambda c: self.store.forget(record.id, confirm_shared=c),
+                    f"forgotten: {record.id}",
+                )
+
+        self.push_screen(
+            ConfirmDialog(
+                "Forget this record?",
+                f"“{record.title}”\nIts title, content and tags are erased from "
+                f"{self.index[record.id].path} and its backup, for good. Other records keep "
+                "their history.",
+                "Forget",
+                danger=True,
+            ),
+            answered,
+        )
+
+    def _save_form(self, result: FormResult, done: Callable[[str], None]) -> None:
+        """The form's saver: raises StoreError for the form to show (conflicts included)."""
+
+        def write(confirmed: bool) -> str:
+            if result.record_id is None:
+                return self.store.create(
+                    result.scope, result.record_type, result.title, result.content,
+                    result.tags, confirm_shared=confirmed,
+                ).id
+            assert result.base_revision is not None
+            return self.store.edit(
+                result.record_id, result.base_revision, title=result.title,
+                content=result.content, record_type=result.record_type, tags=result.tags,
+                confirm_shared=confirmed,
+            ).id
+
+        def finish(confirmed: bool) -> None:
+            rid = write(confirmed)
+            self.sync()
+            self.notify(f"saved {rid}")
+            done(rid)
+
+        if result.scope is Scope.SHARED:
+            def confirmed() -> None:
+                try:
+                    finish(True)
+                except StoreError as exc:
+                    self.notify(exc.message, title=f"error[{exc.code}]", severity="error")
+            self.confirm_shared(self.store.paths.shared_file().path, confirmed)
+        else:
+            finish(False)
+
+    def action_new(self) -> None:
+        scope = self.active_pane.spec.scope
+        default = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
+        self.push_screen(RecordForm(record=None, scopes=EDITABLE_SCOPES, default_scope=default,
+                                    save=self._save_form), self._after_form)
+
+    def action_edit(self) -> None:
+        record = self.current_record()
+        if record is None:
+            return
+        if record.scope is Scope.SESSION:
+            self.notify("Session records are review material; copy one (c) to keep and edit it.",
+                        title="error[READ_ONLY_SCOPE]", severity="warning")
+            return
+        self.push_screen(
+            RecordForm(record=record, scopes=EDITABLE_SCOPES, default_scope=record.scope,
+                       save=self._save_form, reload=self._reload),
+            self._after_form,
+        )
+
+    def _reload(self, rid: str) -> Record:
+        self.sync()
+        return self.store.get(rid)
+
+    def _after_form(self, rid: str | None) -> None:
+        if rid:
+            self.active_pane.table.move_cursor_to_key(rid)
+            self._show_detail(self.active_pane)
+
+    def action_copy(self) -> None:
+        record = self.current_record()
+        if record is None:
+            return
+        targets = [s for s in EDITABLE_SCOPES if s is not record.scope]
+        paths = {s: str(self.store.file_for(s).path) for s in targets}
+
+        def chosen(scope: Scope | None) -> None:
+            if scope is not None:
+                self.run_write(
+                    [scope],
+                    lambda c: self.store.copy(record.id, scope, confirm_shared=c),
+                    f"copied to {scope.value}",
+                )
+
+        self.push_screen(CopyDialog(record.title, targets, paths), chosen)
+
+    def action_compact(self) -> None:
+        scope = self.active_pane.spec.scope
+        if scope is None or scope is Scope.SESSION:
+            files = self.store.files(Scope.SESSION) if scope else []
+        else:
+            files = [self.store.file_for(scope)]
+        files = [f for f in files if f.path.exists()]
+        if not files:
+            self.notify("Nothing to compact on this tab.")
+            return
+
+        def write(confirmed: bool) -> None:
+            for f in files:
+                result = self.store.compact(f, confirm_shared=confirmed)
+                self.notify(f"{f.path.name}: {result.bytes_before} -> {result.bytes_after} bytes")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_write([f.scope for f in files], write)
+
+        names = "\n".join(str(f.path) for f in files)
+        self.push_screen(ConfirmDialog(
+            "Compact?", f"Keep only each record's current revision in:\n{names}\n"
+            "(a .bak of each file is written first)", "Compact"), answered)
+
+    def action_export(self) -> None:
+        from .screens.bundles import ExportDialog
+
+        self.push_screen(ExportDialog(self.store), self._bundle_done)
+
+    def action_import(self) -> None:
+        from .screens.bundles import ImportDialog
+
+        scope = self.active_pane.spec.scope
+        target = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
+        self.push_screen(ImportDialog(self.store, self.confirm_shared, target=target),
+                         self._bundle_done)
+
+    def _bundle_done(self, message: str | None) -> None:
+        if message:
+            self.notify(message)
+        self.sync()
+
+    def action_toggle_inactive(self) -> None:
+        self.show_inactive = not self.show_inactive
+        self.full_sync()
+
+    def action_toggle_derived(self) -> None:
+        self.review_derived = not self.review_derived
+        self.full_sync()
+        state = "shown" if self.review_derived else "hidden"
+        self.notify(f"Derived session digests {state} in the review queue")
+
+    def action_help(self) -> None:
+        paths = self.store.paths
+        notes = [
+            "",
+            f"acting user: {paths.user_id}",
+            f"home:        {paths.home_memory_dir}",
+            f"workspace:   {paths.workspace_memory_dir}",
+        ]
+        self.push_screen(HelpScreen(HELP_KEYS, notes))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for key, action, description, _ in ACTIONS:
+            if action in ("quit", "help"):
+                continue
+            shown = key.replace("slash", "/").replace("question_mark", "?")
+            yield SystemCommand(f"{description} ({shown})", f"dsh-memory: {description.lower()}",
+                                getattr(self, f"action_{action}"))
+
+
+_corrupt_counts: dict[Path, tuple[tuple[int, int], int]] = {}
+
+
+def _count_lines(path: Path) -> int:
+    """Lines in a quarantine file, cached by (size, mtime) so a sync does not reread it."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return 0
+    stamp = (st.st_size, st.st_mtime_ns)
+    cached = _corrupt_counts.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    try:
+        got = read_file(path)
+    except StoreError:
+        return 0
+    count = got[1].count(b"\n") if got else 0
+    _corrupt_counts[path] = (stamp, count)
+    return count
+
+
+__all__ = ["MemoryApp"]

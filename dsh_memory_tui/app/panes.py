@@ -1,0 +1,216 @@
+"""One tab: a filter box, the record table and the detail pane, over a set of records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Container, Vertical
+from textual.widgets import Input, Static
+
+from ..model import Record, Scope, Status
+from ..present import SHORT_ORIGIN, when
+from .widgets.detail import DetailPane
+from .widgets.record_table import Column, RecordTable, Row
+
+COLUMNS = [
+    Column("type", "Type", 10),
+    Column("title", "Title", None),
+    Column("status", "Status", 9),
+    Column("verification", "Verification", 12),
+    Column("origin", "Origin", 8),
+    Column("revision", "Rev", 3),
+    Column("updated", "Updated", 11),
+]
+
+FILTER_FIELDS = ("type", "status", "origin", "verification", "tag")
+FILTER_HINT = "filter: words, or type: status: origin: verification: tag:   (/ to focus)"
+GROUP_PREFIX = "group:"
+
+
+@dataclass(frozen=True, slots=True)
+class TabSpec:
+    id: str
+    title: str
+    scope: Scope | None  # None: the review queue across every scope
+    key: str
+
+
+TABS = [
+    TabSpec("review", "Review", None, "1"),
+    TabSpec("session", "Session", Scope.SESSION, "2"),
+    TabSpec("project", "Project", Scope.PROJECT, "3"),
+    TabSpec("shared", "Shared", Scope.SHARED, "4"),
+    TabSpec("user", "User", Scope.USER, "5"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFilter:
+    """``words`` must all appear in title, content or tags; ``fields`` match by prefix."""
+
+    words: tuple[str, ...] = ()
+    fields: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> RecordFilter:
+        words: list[str] = []
+        fields: list[tuple[str, str]] = []
+        for token in text.lower().split():
+            name, sep, value = token.partition(":")
+            if sep and name in FILTER_FIELDS and value:
+                fields.append((name, value))
+            else:
+                words.append(token)
+        return cls(tuple(words), tuple(fields))
+
+    def __bool__(self) -> bool:
+        return bool(self.words or self.fields)
+
+    def matches(self, r: Record) -> bool:
+        g = r.governance
+        for name, value in self.fields:
+            if name == "type":
+                ok = r.type.value.startswith(value)
+            elif name == "status":
+                ok = r.status.value.startswith(value)
+            elif name == "verification":
+                ok = g.verification.value.startswith(value)
+            elif name == "origin":
+                ok = g.origin.value.startswith(value) or SHORT_ORIGIN[g.origin].startswith(value)
+            else:
+                ok = any(t.lower().startswith(value) for t in r.tags)
+            if not ok:
+                return False
+        if self.words:
+            hay = " ".join((r.title, r.content, *r.tags)).lower()
+            return all(w in hay for w in self.words)
+        return True
+
+
+def record_row(r: Record) -> Row:
+    g = r.governance
+    return Row(
+        r.id,
+        (
+            r.type.value,
+            r.title.replace("\n", " ") or "(forgotten)",
+            r.status.value,
+            g.verification.value,
+            SHORT_ORIGIN[g.origin],
+            str(g.revision),
+            when(r.updatedAt, "%m-%d %H:%M"),
+        ),
+        dim=r.status is not Status.ACTIVE,
+    )
+
+
+def _newest_first(records: Iterable[Record]) -> list[Record]:
+    return sorted(records, key=lambda r: r.updatedAt, reverse=True)
+
+
+class RecordPane(Vertical):
+    """The records of one tab. ``belongs`` decides membership; the pane keeps the candidate set
+    so a filter change or an incremental update never goes back to the store.
+    """
+
+    def __init__(self, spec: TabSpec, belongs: Callable[[Record], bool]) -> None:
+        super().__init__(id=f"pane-{spec.id}", classes="record-pane")
+        self.spec = spec
+        self.belongs = belongs
+        self.records: dict[str, Record] = {}
+        self.filter = RecordFilter()
+        self.groups: dict[str, str] = {}  # record id -> session group label (Session tab)
+
+    @property
+    def grouped(self) -> bool:
+        return self.spec.scope is Scope.SESSION
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="banner hidden", id=f"banner-{self.spec.id}")
+        yield Input(placeholder=FILTER_HINT, classes="filter", id=f"filter-{self.spec.id}")
+        with Container(classes="split"):
+            table = RecordTable(COLUMNS, id=f"table-{self.spec.id}")
+            table.empty_message = (
+                "Nothing waiting for review" if self.spec.scope is None else "No records"
+            )
+            yield table
+            yield DetailPane(classes="detail", id=f"detail-{self.spec.id}")
+
+    @property
+    def table(self) -> RecordTable:
+        return self.query_one(RecordTable)
+
+    @property
+    def detail(self) -> DetailPane:
+        return self.query_one(DetailPane)
+
+    def set_banner(self, text: str) -> None:
+        banner = self.query_one(".banner", Static)
+        banner.update(text)
+        banner.set_class(not text, "hidden")
+
+    # ------------------------------------------------------------------ content
+
+    def rebuild(self, records: Iterable[Record], groups: dict[str, str] | None = None) -> None:
+        """Replace the candidate set (after a reset, a toggle or on first load)."""
+        self.records = {r.id: r for r in records if self.belongs(r)}
+        if groups is not None:
+            self.groups = groups
+        self.render_rows()
+
+    def render_rows(self) -> None:
+        visible = [r for r in self.records.values() if not self.filter or self.filter.matches(r)]
+        if not self.grouped:
+            self.table.set_rows([record_row(r) for r in _newest_first(visible)])
+            return
+        by_group: dict[str, list[Record]] = {}
+        for r in visible:
+            by_group.setdefault(self.groups.get(r.id, r.scopeKey), []).append(r)
+        rows: list[Row] = []
+        for label in sorted(by_group):
+            members = _newest_first(by_group[label])
+            rows.append(Row(f"{GROUP_PREFIX}{label}",
+                            ("session", f"{label}  ({len(members)})", "", "", "", "", ""),
+                            dim=True))
+            rows.extend(record_row(r) for r in members)
+        self.table.set_rows(rows)
+
+    def apply(self, records: Iterable[Record]) -> list[str]:
+        """Incremental update with changed records; returns the ids that newly appeared."""
+        added: list[str] = []
+        regroup = False
+        for r in records:
+            known = r.id in self.records
+            if not self.belongs(r):
+                if known:
+                    del self.records[r.id]
+                    self.table.remove(r.id)
+                continue
+            self.records[r.id] = r
+            if not known:
+                added.append(r.id)
+            if self.filter and not self.filter.matches(r):
+                self.table.remove(r.id)
+            elif self.grouped:
+                regroup = True
+            else:
+                self.table.upsert(record_row(r), 0 if not known else None)
+        if regroup:
+            self.render_rows()
+        return added
+
+    def set_filter(self, text: str) -> None:
+        new = RecordFilter.parse(text)
+        if new != self.filter:
+            self.filter = new
+            self.render_rows()
+
+    def record_keys(self) -> list[str]:
+        """The record ids the actions apply to: the marked rows, else the cursor row."""
+        marked = [k for k in self.table.marked_in_order() if not k.startswith(GROUP_PREFIX)]
+        if marked:
+            return marked
+        key = self.table.cursor_key
+        return [key] if key and not key.startswith(GROUP_PREFIX) else []

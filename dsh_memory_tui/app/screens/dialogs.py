@@ -1,0 +1,153 @@
+"""Small modal dialogs: confirm, reason, copy-to-scope, help."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from ...model import AUDIENCE_BY_SCOPE, Scope
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """A yes/no question. Enter or the first button says yes; Escape says no."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, message: str, yes: str = "Yes", *, danger: bool = False):
+        super().__init__(classes="dialog")
+        self.title_text, self.message, self.yes, self.danger = title, message, yes, danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(self.message, classes="dialog-message")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.yes, id="yes", variant="error" if self.danger else "primary")
+                yield Button("Cancel", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#yes", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class ReasonDialog(ModalScreen[str | None]):
+    """Ask for an optional reason (reject). None when cancelled, "" when left empty."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, prompt: str, action: str = "Reject"):
+        super().__init__(classes="dialog")
+        self.title_text, self.prompt, self.action = title, prompt, action
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(self.prompt, classes="dialog-message")
+            yield Input(placeholder="reason (optional)", id="reason")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.action, id="ok", variant="warning")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.dismiss(self.query_one(Input).value.strip())
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ok":
+            self.dismiss(self.query_one(Input).value.strip())
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class CopyDialog(ModalScreen[Scope | None]):
+    """Choose the scope to copy a record into; each choice says who will see it there."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, targets: Sequence[Scope], paths: dict[Scope, str]):
+        super().__init__(classes="dialog")
+        self.title_text, self.targets, self.paths = title, list(targets), paths
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label("Copy to scope", classes="dialog-title")
+            yield Static(f"Copy “{self.title_text}” into:", classes="dialog-message")
+            yield OptionList(
+                *[
+                    Option(f"{s.value}: seen by {AUDIENCE_BY_SCOPE[s]}\n  {self.paths[s]}",
+                           id=s.value)
+                    for s in self.targets
+                ],
+                id="targets",
+            )
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Copy", id="ok", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def _chosen(self) -> Scope | None:
+        options = self.query_one(OptionList)
+        if options.highlighted is None:
+            return None
+        return self.targets[options.highlighted]
+
+    @on(OptionList.OptionSelected)
+    def _selected(self) -> None:
+        self.dismiss(self._chosen())
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(self._chosen() if event.button.id == "ok" else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key, what it does, and where the files are."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def __init__(self, keys: Sequence[tuple[str, str]], notes: Sequence[str]):
+        super().__init__(classes="dialog")
+        self.keys, self.notes = keys, notes
+
+    def compose(self) -> ComposeResult:
+        width = max(len(k) for k, _ in self.keys)
+        lines = [f"[b]{k.ljust(width)}[/b]  {d}" for k, d in self.keys]
+        with Vertical(classes="dialog-box help-box"):
+            yield Label("dsh-memory: keys", classes="dialog-title")
+            with VerticalScroll():
+                yield Static("\n".join(lines), id="help-keys")
+                yield Static("\n".join(self.notes), id="help-notes", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Close", id="close", variant="primary")
+
+    @on(Button.Pressed)
+    def _pressed(self) -> None:
+        self.dismiss(None)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,65 @@
+"""Helpers for driving the real app through Textual's pilot."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from dsh_memory_tui.app.app import MemoryApp
+from dsh_memory_tui.store import MemoryStore
+
+SIZE = (120, 36)
+
+
+def make_app(home: Path, workspace: Path, user: str = "alice", watch: bool = False) -> MemoryApp:
+    return MemoryApp(MemoryStore.open(home, workspace, user), watch=watch)
+
+
+async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float = 10.0,
+                   what: str = "condition") -> None:
+    """Let the app run until ``condition()`` is true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+
+
+def screen_text(app: MemoryApp) -> str:
+    """Everything on screen as plain text (the SVG screenshot's text)."""
+    import re
+    from html import unescape
+
+    svg = app.export_screenshot()
+    return unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+def table_titles(app: MemoryApp, tab: str) -> list[str]:
+    table = app.pane(tab).table
+    out = []
+    for key in table_keys(app, tab):
+        row = table.get_row(key)
+        assert row is not None
+        out.append(row.cells[1])
+    return out
+
+
+def table_keys(app: MemoryApp, tab: str) -> list[str]:
+    table = app.pane(tab).table
+    return [table._rows[i].key for i in range(table.row_count)]  # noqa: SLF001
+
+
+TAB_KEYS = {"review": "1", "session": "2", "project": "3", "shared": "4", "user": "5"}
+
+
+async def goto(pilot: Pilot, app: MemoryApp, tab: str) -> None:
+    """Press the tab's number key and wait until the tab is active."""
+    from textual.widgets import TabbedContent
+
+    await pilot.pause()
+    await pilot.press(TAB_KEYS[tab])
+    await wait_for(pilot, lambda: app.query_one(TabbedContent).active == tab, what=f"tab {tab}")
+    await pilot.pause()

@@ -1,0 +1,382 @@
+"""The reviewer's app, driven as a user would through Textual's pilot, on real store files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from textual.widgets import Button, Input, Select, TextArea
+
+from dsh_memory_tui.app.panes import GROUP_PREFIX
+from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen
+from dsh_memory_tui.app.screens.form import RecordForm
+from dsh_memory_tui.model import Scope, Status, Verification
+from dsh_memory_tui.store import MemoryStore
+
+from .helpers import SIZE, goto, make_app, screen_text, table_keys, table_titles, wait_for
+
+PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"  # "Run ruff..."
+PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
+DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
+SHARED = "memory:user:convention:00633256e25fe71d4fe2c4e12b5eadad"
+BOB = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
+
+
+def current(home: Path, workspace: Path, rid: str, user: str = "alice"):
+    return MemoryStore.open(home, workspace, user).get(rid)
+
+
+async def test_review_queue_lists_waiting_proposals_with_a_count(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        keys = table_keys(app, "review")
+        assert PROPOSAL in keys and PATHLIB in keys
+        assert DECISION not in keys  # user-authored and verified: not a proposal
+        assert "Review (4)" in screen_text(app)
+
+
+async def test_second_users_records_never_appear(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        for tab in ("review", "session", "project", "shared", "user"):
+            await goto(pilot, app, tab)
+            assert BOB not in table_keys(app, tab)
+            assert "bob" not in screen_text(app).lower()
+        assert len(table_keys(app, "user")) == 2
+
+
+async def test_verify_key_verifies_the_cursor_record(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        app.pane("review").table.move_cursor_to_key(PROPOSAL)
+        await pilot.press("v")
+        await wait_for(pilot, lambda: PROPOSAL not in table_keys(app, "review"))
+        assert "Review (3)" in screen_text(app)
+    record = current(home, ws, PROPOSAL)
+    assert record.governance.verification is Verification.VERIFIED
+    assert record.governance.reviewedBy == "alice"
+
+
+async def test_reject_asks_for_a_reason_and_records_it(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        app.pane("review").table.move_cursor_to_key(PATHLIB)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, type(app.screen)) and
+                       app.screen.query("#reason"))
+        await pilot.press(*"we use os.path here", "enter")
+        await wait_for(pilot, lambda: PATHLIB not in table_keys(app, "review"))
+    gov = current(home, ws, PATHLIB).governance
+    assert gov.verification is Verification.REJECTED
+    assert gov.reviewNote == "we use os.path here"
+
+
+async def test_bulk_marked_rows_are_verified_together(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.pane("review").table
+        table.move_cursor_to_key(table_keys(app, "review")[0])
+        await pilot.press("space", "space")
+        assert len(table.marked_in_order()) == 2
+        marked = table.marked_in_order()
+        await pilot.press("v")
+        await wait_for(pilot, lambda: not set(marked) & set(table_keys(app, "review")))
+        assert table.marked_in_order() == []
+    for rid in marked:
+        assert current(home, ws, rid).governance.verification is Verification.VERIFIED
+
+
+async def test_new_record_form_shows_errors_beside_fields_then_saves(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        form = app.screen
+        assert "A title is required." in str(form.query_one("#title-error").render())
+        assert "Content is required." in str(form.query_one("#content-error").render())
+        form.query_one("#title", Input).value = "Deploys go through ArgoCD"
+        form.query_one("#content", TextArea).text = "Never `kubectl apply` by hand."
+        form.query_one("#tags", Input).value = "ops, deploy"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RecordForm))
+        await wait_for(pilot, lambda: "Deploys go through ArgoCD" in table_titles(app, "project"))
+    records = MemoryStore.open(home, ws, "alice").records(Scope.PROJECT)
+    made = [r for r in records if r.title == "Deploys go through ArgoCD"]
+    assert len(made) == 1 and made[0].tags == ["ops", "deploy"]
+    assert made[0].governance.origin.value == "user-authored"
+
+
+async def test_edit_keeps_the_id_and_bumps_the_revision(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
+        app.screen.query_one("#title", Input).value = "Use PostgreSQL 17"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RecordForm))
+    record = current(home, ws, DECISION)
+    assert record.title == "Use PostgreSQL 17"
+    assert record.governance.revision == 3
+
+
+async def test_edit_conflict_is_reported_and_the_newer_version_can_be_reloaded(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
+        # Another reviewer edits the same record meanwhile.
+        MemoryStore.open(home, ws, "bob").edit(DECISION, 2, title="Their title")
+        form = app.screen
+        form.query_one("#title", Input).value = "My title"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not form.query_one("#conflict-bar").has_class("hidden"))
+        assert "revision 3" in str(form.query_one("#form-error").render())
+        assert current(home, ws, DECISION).title == "Their title"  # nothing overwritten
+        await pilot.click("#reload")
+        await wait_for(pilot, lambda: form.query_one("#title", Input).value == "Their title")
+        form.query_one("#title", Input).value = "Merged title"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RecordForm))
+    record = current(home, ws, DECISION)
+    assert (record.title, record.governance.revision) == ("Merged title", 4)
+
+
+async def test_session_records_cannot_be_edited(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "session")
+        await pilot.pause()
+        keys = [k for k in table_keys(app, "session") if not k.startswith(GROUP_PREFIX)]
+        assert len(keys) == 1
+        app.pane("session").table.move_cursor_to_key(keys[0])
+        await pilot.pause()
+        assert app.check_action("edit", ()) is None  # shown disabled in the footer
+        await pilot.press("e")
+        await pilot.pause()
+        assert not isinstance(app.screen, RecordForm)
+
+
+async def test_session_tab_groups_records_by_session(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "session")
+        await pilot.pause()
+        keys = table_keys(app, "session")
+        assert keys[0] == f"{GROUP_PREFIX}session-abc|root-xyz"
+        assert "session-abc|root-xyz" in screen_text(app)
+
+
+async def test_shared_write_asks_for_confirmation_naming_the_file(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "shared")
+        app.pane("shared").table.move_cursor_to_key(SHARED)
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        assert "shared.jsonl" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert current(home, ws, SHARED).governance.verification is Verification.UNVERIFIED
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.click("#yes")
+        await wait_for(pilot, lambda: current(home, ws, SHARED).governance.verification
+                       is Verification.VERIFIED)
+
+
+async def test_archive_hides_and_restore_brings_back(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: DECISION not in table_keys(app, "project"))
+        await pilot.press("A")  # show archived/forgotten
+        await wait_for(pilot, lambda: DECISION in table_keys(app, "project"))
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.press("u")
+        await wait_for(pilot, lambda: current(home, ws, DECISION).status is Status.ACTIVE)
+        assert current(home, ws, DECISION).governance.revision == 4
+
+
+async def test_forget_asks_then_erases_the_text_from_the_directory(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.click("#yes")
+        await wait_for(pilot, lambda: DECISION not in table_keys(app, "project"))
+    assert current(home, ws, DECISION).status is Status.FORGOTTEN
+    store_dir = ws / ".dsh" / "workspace-memory"
+    for path in store_dir.iterdir():
+        assert b"pgbouncer" not in path.read_bytes(), path
+
+
+async def test_copy_to_scope_says_who_will_see_it(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CopyDialog))
+        text = screen_text(app)
+        assert "every project of this user" in text
+        assert "everyone sharing this project" in text
+        await pilot.press("down", "enter")  # the second choice: user
+        await wait_for(pilot, lambda: any(
+            r.title.startswith("Use PostgreSQL") for r in
+            MemoryStore.open(home, ws, "alice").records(Scope.USER)))
+    copy = next(r for r in MemoryStore.open(home, ws, "alice").records(Scope.USER)
+                if r.title.startswith("Use PostgreSQL"))
+    assert {"kind": "record", "id": DECISION} in [s.model_dump() for s in
+                                                  copy.governance.sourceRefs]
+
+
+async def test_filter_narrows_the_table(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("/")
+        await pilot.press(*"ruff")
+        await wait_for(pilot, lambda: table_keys(app, "review") == [PROPOSAL])
+        app.pane("review").query_one(Input).value = "type:pref"
+        await wait_for(pilot, lambda: set(table_keys(app, "review")) ==
+                       {PATHLIB, "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab"})
+        app.pane("review").query_one(Input).value = ""
+        await wait_for(pilot, lambda: len(table_keys(app, "review")) == 4)
+
+
+async def test_quarantine_and_newer_schema_lines_are_reported(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "2 corrupt line(s) skipped in records.jsonl" in text
+        assert "newer schema" in text
+
+
+async def test_read_only_file_shows_a_banner_and_disables_writes(fixture_home):
+    home, ws = fixture_home
+    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
+    # Pad the file past 8 MiB with valid copies of a proposal (new ids).
+    line = json.loads(data.read_bytes().splitlines()[2])
+    lines = []
+    size = data.stat().st_size
+    i = 0
+    while size <= 8 * 1024 * 1024:
+        line["id"] = f"memory:agent:convention:{i:032x}"
+        raw = json.dumps(line, separators=(",", ":")).encode() + b"\n"
+        lines.append(raw)
+        size += len(raw)
+        i += 1
+    with open(data, "ab") as f:
+        f.write(b"".join(lines))
+    before = data.read_bytes()
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.pause()
+        assert "read-only" in screen_text(app)
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.pause()
+        assert app.check_action("verify", ()) is None
+        await pilot.press("v")
+        await pilot.pause()
+    assert data.read_bytes() == before
+
+
+async def test_export_and_import_dialogs(fixture_home, tmp_path):
+    from dsh_memory_tui.app.screens.bundles import ExportDialog, ImportDialog
+
+    home, ws = fixture_home
+    out = tmp_path / "out.json"
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        app.screen.query_one("#path", Input).value = str(out)
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: out.exists())
+        assert os.stat(out).st_mode & 0o777 == 0o600
+        # Import into a fresh workspace's user scope: the plan first, then the write.
+        fresh = MemoryStore.open(home, tmp_path / "other-ws", "carol")
+        app2_records = fresh.records(Scope.USER)
+        assert app2_records == []
+    app = make_app(home, tmp_path / "other-ws", user="carol")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("I")
+        await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
+        dialog = app.screen
+        dialog.query_one("#path", Input).value = str(out)
+        dialog.query_one("#target", Select).value = Scope.USER
+        await pilot.click("#preview")
+        await wait_for(pilot, lambda: "new" in str(dialog.query_one("#plan").render()))
+        assert not dialog.query_one("#ok", Button).disabled
+        assert MemoryStore.open(home, tmp_path / "other-ws", "carol").records(Scope.USER) == []
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ImportDialog))
+        await wait_for(pilot, lambda: len(table_keys(app, "review")) >= 5)
+    imported = MemoryStore.open(home, tmp_path / "other-ws", "carol").records(Scope.USER)
+    assert imported and all(r.governance.origin.value == "imported" for r in imported)
+
+
+async def test_help_lists_the_keys(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = screen_text(app)
+        for words in ("verify", "reject", "forget", "copy to another scope", "command palette"):
+            assert words in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_compact_keeps_only_current_revisions(fixture_home):
+    home, ws = fixture_home
+    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("C")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.click("#yes")
+        await wait_for(pilot, lambda: data.with_name("records.jsonl.bak").exists())
+    assert DECISION.encode() in data.read_bytes()
+    assert data.read_bytes().count(DECISION.encode()) == 1
+
+
+async def test_command_palette_offers_every_action(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for name in ("Verify", "Reject", "New", "Edit", "Archive", "Restore", "Forget",
+                     "Copy to scope", "Export", "Import", "Filter", "Compact"):
+            assert any(t.startswith(name) for t in titles), name
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Verify")
+        await pilot.pause(0.3)
+        assert "Verify (v)" in screen_text(app)

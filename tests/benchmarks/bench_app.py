@@ -1,0 +1,307 @@
+"""App benchmarks (issues 5 and 6). Prints a table; ratios are against baselines of the same run.
+
+    python tests/benchmarks/bench_app.py            # everything (about two minutes)
+    python tests/benchmarks/bench_app.py launch     # one section: launch, ops, memory, live, idle
+
+Sections:
+- launch: process start to the first frame with records, 8 MiB project file vs a 2-record store.
+- ops: CPU per verify, cursor move and new record received, with 20,000 records in the Review tab
+  (vs the same with 2 records).
+- memory: resident memory with four 8 MiB files open.
+- live: append by another process -> row in the table, p50/p95 over 50 trials; a burst of
+  1,000 appends to an 8 MiB file fully shown.
+- idle: CPU while idle and watching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+from storegen import MIB, fill, full_store, paths  # noqa: E402
+
+from dsh_memory_tui.model import Scope  # noqa: E402
+
+SIZE = (120, 36)
+ROWS: list[tuple[str, str, str]] = []
+
+
+def row(name: str, value: str, target: str) -> None:
+    ROWS.append((name, value, target))
+    print(f"{name:<58} {value:<28} {target}", flush=True)
+
+
+# --------------------------------------------------------------------------- launch
+
+LAUNCH_CHILD = r"""
+import time
+t0 = time.perf_counter()
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from dsh_memory_tui.store import MemoryStore
+from dsh_memory_tui.app.app import MemoryApp
+async def main():
+    app = MemoryApp(MemoryStore.open(sys.argv[2], sys.argv[3], "alice"), watch=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert app.active_pane.table.row_count > 0
+        print(time.perf_counter() - t0, app.active_pane.table.row_count)
+asyncio.run(main())
+"""
+
+
+def launch_time(p) -> tuple[float, int]:
+    best = (1e9, 0)
+    for _ in range(5):
+        out = subprocess.run(
+            [sys.executable, "-c", LAUNCH_CHILD, str(REPO), str(p.home), str(p.workspace)],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()
+        best = min(best, (float(out[0]), int(out[1])))
+    return best
+
+
+def bench_launch(tmp: Path) -> None:
+    small = paths(tmp / "small")
+    fill(small.project_file(), count=2)
+    big = full_store(tmp / "big")
+    t_small, n_small = launch_time(small)
+    t_big, n_big = launch_time(big)
+    row("launch to first frame, 2 records", f"{t_small * 1000:.0f} ms ({n_small} rows)", "")
+    row("launch to first frame, 8 MiB project file",
+        f"{t_big * 1000:.0f} ms ({n_big} rows) = {t_big / t_small:.2f}x", "<= 1.5x")
+
+
+# --------------------------------------------------------------------------- ops
+
+
+async def op_costs(p, n_expected: int) -> dict[str, float]:
+    from dsh_memory_tui.app.app import MemoryApp
+    from dsh_memory_tui.store import MemoryStore
+
+    app = MemoryApp(MemoryStore.open(p.home, p.workspace, "alice"), watch=False)
+    writer = MemoryStore.open(p.home, p.workspace, "alice")
+    out: dict[str, list[float]] = {"cursor": [], "verify": [], "receive": []}
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.pane("review").table.row_count == n_expected, app.pane("review").table.row_count
+        for _ in range(20):
+            t = time.process_time()
+            await pilot.press("down")
+            await pilot.pause()
+            out["cursor"].append(time.process_time() - t)
+        for i in range(10):
+            t = time.process_time()
+            await pilot.press("v")
+            await pilot.pause()
+            out["verify"].append(time.process_time() - t)
+        for i in range(10):
+            writer.propose("project", "fact", f"live {i}", f"arrived {i}",
+                           source_refs=[_ref()])
+            t = time.process_time()
+            app.sync()
+            await pilot.pause()
+            out["receive"].append(time.process_time() - t)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def _ref():
+    from dsh_memory_tui.model import SourceRef
+
+    return SourceRef(kind="session", id="bench")
+
+
+def bench_ops(tmp: Path) -> None:
+    small = paths(tmp / "ops-small")
+    fill(small.project_file(), count=2)
+    big = paths(tmp / "ops-big")
+    fill(big.project_file(), count=10_000, content_bytes=200)
+    fill(big.user_file(), count=10_000, content_bytes=200, start=50_000)
+    base = asyncio.run(op_costs(small, 2))
+    costs = asyncio.run(op_costs(big, 20_000))
+    for name in ("cursor", "verify", "receive"):
+        label = {"cursor": "move the cursor", "verify": "verify (v)",
+                 "receive": "receive one new record"}[name]
+        row(f"CPU per {label}, 20,000 rows in Review",
+            f"{costs[name] * 1000:.1f} ms (2 rows: {base[name] * 1000:.1f} ms)", "<= 10 ms")
+
+
+# --------------------------------------------------------------------------- memory
+
+MEMORY_CHILD = r"""
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from dsh_memory_tui.store import MemoryStore
+from dsh_memory_tui.app.app import MemoryApp
+def rss_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+async def main():
+    before = rss_mb()
+    app = MemoryApp(MemoryStore.open(sys.argv[2], sys.argv[3], "alice"), watch=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for tab in "12345":
+            await pilot.press(tab)
+            await pilot.pause()
+        print(rss_mb(), before, sum(len(v.current) for v in app.store.views(refresh=False)))
+asyncio.run(main())
+"""
+
+
+def bench_memory(tmp: Path) -> None:
+    p = full_store(tmp / "mem", files=(Scope.PROJECT, Scope.SHARED, Scope.USER, Scope.SESSION))
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(REPO), str(p.home), str(p.workspace)],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    rss, before, n = float(out[0]), float(out[1]), int(out[2])
+    row("resident memory, four 8 MiB files open",
+        f"{rss:.0f} MB ({n} records; {before:.0f} MB before load)", "<= 300 MB")
+
+
+# --------------------------------------------------------------------------- live
+
+WRITER_CHILD = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from dsh_memory_tui.store import MemoryStore
+from dsh_memory_tui.model import SourceRef
+store = MemoryStore.open(sys.argv[2], sys.argv[3], "alice")
+ref = [SourceRef(kind="session", id="bench")]
+for line in sys.stdin:
+    n = int(line)
+    t = time.monotonic()
+    ids = []
+    for i in range(n):
+        ids.append(store.propose("project", "fact", f"t{t} {i}", f"c{t} {i}", source_refs=ref).id)
+    print(json.dumps({"t0": t, "t1": time.monotonic(), "ids": ids}) if False else
+          f"{t} {time.monotonic()} {ids[-1]}", flush=True)
+"""
+
+
+async def live_latency(p, trials: int, burst: int) -> tuple[list[float], float | None]:
+    from dsh_memory_tui.app.app import MemoryApp
+    from dsh_memory_tui.store import MemoryStore
+
+    app = MemoryApp(MemoryStore.open(p.home, p.workspace, "alice"), watch=True)
+    seen: dict[str, float] = {}
+    original_sync = app.sync
+
+    def timed_sync() -> None:
+        original_sync()
+        now = time.monotonic()
+        for key in app.pane("review").records:
+            seen.setdefault(key, now)
+
+    app.sync = timed_sync  # type: ignore[method-assign]
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITER_CHILD, str(REPO), str(p.home), str(p.workspace)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    lat: list[float] = []
+    burst_s: float | None = None
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            deadline = time.monotonic() + 10
+            while app.watch_mode == "off" and time.monotonic() < deadline:
+                await pilot.pause(0.01)
+            await pilot.pause(0.3)  # let the watcher start
+            for _ in range(trials):
+                t0, key = await _ask(child, 1)
+                await _wait_key(pilot, seen, key)
+                lat.append(seen[key] - t0)
+                await pilot.pause(0.05)
+            if burst:
+                _t0, key = await _ask(child, burst, last=True)
+                t_last = _t0
+                await _wait_key(pilot, seen, key, timeout=30)
+                burst_s = seen[key] - t_last
+    finally:
+        child.stdin.close()  # type: ignore[union-attr]
+        child.wait(10)
+    return lat, burst_s
+
+
+async def _ask(child, n: int, last: bool = False) -> tuple[float, str]:
+    child.stdin.write(f"{n}\n")
+    child.stdin.flush()
+    line = await asyncio.to_thread(child.stdout.readline)
+    t0, t1, key = line.split()
+    return (float(t1) if last else float(t0)), key
+
+
+async def _wait_key(pilot, seen: dict[str, float], key: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while key not in seen:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{key} never appeared")
+        await pilot.pause(0.002)
+
+
+def bench_live(tmp: Path) -> None:
+    p = paths(tmp / "live")
+    fill(p.project_file(), count=20)
+    lat, _ = asyncio.run(live_latency(p, 50, 0))
+    lat.sort()
+    p50 = statistics.median(lat) * 1000
+    p95 = lat[int(len(lat) * 0.95) - 1] * 1000
+    row("append by another process -> row in table (50 trials)",
+        f"p50 {p50:.0f} ms, p95 {p95:.0f} ms", "p50 <= 50, p95 <= 100 ms")
+    big = full_store(tmp / "live-big", target_bytes=8 * MIB - 600 * 1024)
+    _, burst = asyncio.run(live_latency(big, 0, 1000))
+    assert burst is not None
+    row("burst of 1,000 appends to an 8 MiB file, last one shown",
+        f"{burst * 1000:.0f} ms after the last append", "<= 1 s")
+
+
+# --------------------------------------------------------------------------- idle
+
+
+async def idle_cpu(p, seconds: float) -> float:
+    from dsh_memory_tui.app.app import MemoryApp
+    from dsh_memory_tui.store import MemoryStore
+
+    app = MemoryApp(MemoryStore.open(p.home, p.workspace, "alice"), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.0)
+        c0, w0 = time.process_time(), time.monotonic()
+        await asyncio.sleep(seconds)
+        return (time.process_time() - c0) / (time.monotonic() - w0)
+
+
+def bench_idle(tmp: Path) -> None:
+    p = paths(tmp / "idle")
+    fill(p.project_file(), count=200)
+    share = asyncio.run(idle_cpu(p, 10.0))
+    row("CPU while idle and watching (10 s)", f"{share * 100:.2f}% of one core", "<= 2%")
+
+
+SECTIONS = {"launch": bench_launch, "ops": bench_ops, "memory": bench_memory,
+            "live": bench_live, "idle": bench_idle}
+
+
+def main() -> None:
+    chosen = sys.argv[1:] or list(SECTIONS)
+    print(f"{'measure':<58} {'result':<28} target")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in chosen:
+            SECTIONS[name](Path(tmp))
+    print(json.dumps(ROWS) if os.environ.get("BENCH_JSON") else "", end="")
+
+
+if __name__ == "__main__":
+    main()
