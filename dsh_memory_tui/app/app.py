@@ -188,10 +188,14 @@ class MemoryApp(App[None]):
                 self.index[rid] = view
                 changed[rid] = view.current[rid]
         if reset:
-            queue_before = set(self.pane("review").records)
+            before = {pane: set(pane.records) for pane in self.panes()}
             self.full_sync()
-            review = self.pane("review").records
-            self._announce([review[r] for r in set(review) - queue_before])
+            for pane, keys in before.items():
+                added = [k for k in pane.records if k not in keys]
+                if added:
+                    pane.table.flash(added)
+                if pane.spec.scope is None:
+                    self._announce([pane.records[k] for k in added])
             return
         if not touched:
             return

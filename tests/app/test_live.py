@@ -1,0 +1,164 @@
+"""Live refresh: other processes write, the open app follows without a key press."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from textual.widgets import Input
+
+from dsh_memory_tui.app.screens.form import RecordForm
+from dsh_memory_tui.app.watcher import data_file_filter
+from dsh_memory_tui.store import MemoryStore
+
+from .helpers import SIZE, goto, make_app, table_keys, wait_for
+
+REPO = Path(__file__).parents[2]
+PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
+DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
+
+
+def run_writer(home: Path, ws: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in another process with ``store`` open on the same files (as alice)."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO)!r})
+        from dsh_memory_tui.store import MemoryStore
+        from dsh_memory_tui.model import SourceRef
+        store = MemoryStore.open({str(home)!r}, {str(ws)!r}, "alice")
+        ref = [SourceRef(kind="session", id="other")]
+    """) + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, timeout=120)
+
+
+def test_watch_filter_takes_data_files_only():
+    assert data_file_filter(None, "/x/records.jsonl")  # type: ignore[arg-type]
+    for name in ("records.jsonl.lock", "records.jsonl.bak", "records.jsonl.corrupt",
+                 ".records.jsonl.123.abcd.tmp"):
+        assert not data_file_filter(None, f"/x/{name}")  # type: ignore[arg-type]
+
+
+async def test_another_process_append_shows_without_a_key_press(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
+        table = app.pane("review").table
+        table.move_cursor_to_key(PATHLIB)
+        table.toggle_mark()
+        out = run_writer(home, ws, """
+            print(store.propose("project", "fact", "Staging DB is db-stg-2",
+                                "Use db-stg-2 for staging.", source_refs=ref).id)
+        """)
+        new_id = out.stdout.strip()
+        await wait_for(pilot, lambda: new_id in table_keys(app, "review"), what="the new row")
+        assert table.cursor_key == PATHLIB  # the reviewer's place is kept
+        assert PATHLIB in table.marked_keys
+        assert new_id in table.flashing_keys  # new rows are marked for a few seconds
+        assert any("1 new proposal" in n.message for n in app._notifications)
+
+
+async def test_compaction_by_another_process_keeps_the_view_and_cursor(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
+        await goto(pilot, app, "project")
+        table = app.pane("project").table
+        table.move_cursor_to_key(DECISION)
+        before = set(table_keys(app, "project"))
+        syncs = app.sync_count
+        run_writer(home, ws, """
+            store.compact(store.file_for("project"))
+        """)
+        await wait_for(pilot, lambda: app.sync_count > syncs, what="a sync after compaction")
+        await pilot.pause()
+        assert set(table_keys(app, "project")) == before
+        assert table.cursor_key == DECISION
+        assert app.pane("project").detail.shown == (DECISION, 2)
+
+
+async def test_a_new_session_file_appears_as_a_new_group(fixture_home, tmp_path):
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
+        await goto(pilot, app, "session")
+        run_writer(home, ws, """
+            store.create("session", "fact", "Scratch note", "tmp", session=("s-new", "r-new"))
+        """)
+        await wait_for(pilot, lambda: "group:s-new|r-new" in table_keys(app, "session"),
+                       what="the new session group")
+
+
+async def test_a_burst_of_appends_is_all_shown_and_keys_still_answer(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
+        proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            sys.path.insert(0, {str(REPO)!r})
+            from dsh_memory_tui.store import MemoryStore
+            from dsh_memory_tui.model import SourceRef
+            store = MemoryStore.open({str(home)!r}, {str(ws)!r}, "alice")
+            ref = [SourceRef(kind="session", id="burst")]
+            for i in range(1000):
+                store.propose("project", "fact", f"burst {{i}}", f"burst content {{i}}",
+                              source_refs=ref)
+        """)])
+        # Keys answer while the burst is running.
+        await goto(pilot, app, "project")
+        await goto(pilot, app, "review")
+        assert proc.wait(120) == 0
+        await wait_for(pilot, lambda: len(app.pane("review").records) == 1004, timeout=20,
+                       what="all 1,000 new proposals")
+        assert app.pane("review").table.row_count == 1004
+
+
+async def test_form_learns_of_a_change_underneath_on_save(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
+        await goto(pilot, app, "project")
+        app.pane("project").table.move_cursor_to_key(DECISION)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
+        form = app.screen
+        run_writer(home, ws, f"""
+            store.edit({DECISION!r}, 2, content="Changed by another process.")
+        """)
+        form.query_one("#title", Input).value = "Mine"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not form.query_one("#conflict-bar").has_class("hidden"))
+    record = MemoryStore.open(home, ws, "alice").get(DECISION)
+    assert record.content == "Changed by another process."
+    assert record.governance.revision == 3
+
+
+async def test_no_watch_turns_live_refresh_off(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.watch_mode == "off"
+        assert "live: off" in str(app.query_one("#status-line").render())
+
+
+async def test_polling_fallback_is_used_and_shown(fixture_home, monkeypatch):
+    monkeypatch.setenv("WATCHFILES_FORCE_POLLING", "1")
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode == "polling", what="polling mode")
+        assert "live: polling" in str(app.query_one("#status-line").render())
+        out = run_writer(home, ws, """
+            print(store.propose("project", "fact", "Polled", "seen by polling",
+                                source_refs=ref).id)
+        """)
+        new_id = out.stdout.strip()
+        await wait_for(pilot, lambda: new_id in table_keys(app, "review"), what="the new row")
