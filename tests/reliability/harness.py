@@ -239,16 +239,16 @@ MUTATING_CALLS = frozenset(
 
 class KillingOS:
     """``os`` for ``dsh_memory_tui.jsonl``, except that the process SIGKILLs itself just before
-    its ``nth`` call of any of ``MUTATING_CALLS`` (after telling ``emit`` which call that was).
+    its ``nth`` call of any of ``calls`` (after telling ``emit`` which call that was).
     """
 
-    def __init__(self, nth: int, emit: Emit) -> None:
-        self._nth, self._emit = nth, emit
+    def __init__(self, nth: int, emit: Emit, calls: frozenset[str] = MUTATING_CALLS) -> None:
+        self._nth, self._emit, self._calls = nth, emit, calls
         self.calls = 0
 
     def __getattr__(self, name: str) -> Any:
         real = getattr(os, name)
-        if name not in MUTATING_CALLS:
+        if name not in self._calls:
             return real
 
         def killing(*args: Any, **kwargs: Any) -> Any:
