@@ -7,6 +7,7 @@ import atexit
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 
 from ..errors import StoreError
@@ -27,16 +28,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    live = None
+    live: threading.Event | None = None
     try:
         if args.demo:
-            from ..demo import build_demo, start_live
+            from ..demo import build_demo, run_live
 
             root = tempfile.mkdtemp(prefix="dsh-memory-demo-")
             atexit.register(shutil.rmtree, root, True)
             demo = build_demo(root)
             paths = StorePaths.resolve(demo.home, demo.workspace, demo.user)
-            live = start_live(demo)
+            # The live simulator writes through its own store, as another process would.
+            live = threading.Event()
+            threading.Thread(target=run_live, args=(demo,), kwargs={"stop": live},
+                             name="demo-live", daemon=True).start()
         else:
             paths = StorePaths.resolve(args.home, args.workspace, args.user)
         from ..store import MemoryStore
