@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import StoreError
 from .jsonl import write_atomic
@@ -33,6 +36,7 @@ from .model import (
     Verification,
     new_id,
     record_from_json,
+    validate_record,
 )
 from .paths import StoreFile
 from .store import FileView, MemoryStore, Session, _gc_paused
@@ -228,65 +232,39 @@ def _read_file(path: Path) -> bytes:
         os.close(fd)
 
 
-class _ObjectHook:
-    """``object_pairs_hook`` that remembers every JSON object repeating a key.
-
-    Python, pydantic and the host's ``JSON.parse`` all keep the last value of a repeated key,
-    but a record that says two things is not one a reviewer can trust: it is flagged.
-    """
-
-    def __init__(self) -> None:
-        self.repeated: dict[int, tuple[dict[str, Any], str]] = {}
-
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = dict(pairs)
-        if len(obj) != len(pairs):
-            seen: set[str] = set()
-            for key, _value in pairs:
-                if key in seen:
-                    # The object stays alive in the parsed bundle, so its id is stable.
-                    self.repeated[id(obj)] = (obj, key)
-                    break
-                seen.add(key)
-        return obj
-
-    def repeated_key(self, value: Any) -> str | None:
-        """The first repeated key in ``value`` or anything nested in it."""
-        if not self.repeated:
-            return None
-        for container, _depth in _containers(value, 0):
-            hit = self.repeated.get(id(container))
-            if hit is not None and hit[0] is container:
-                return hit[1]
-        return None
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _containers(value: Any, depth: int) -> Iterator[tuple[Any, int]]:
-    """Every dict and list in ``value`` (itself included) with its nesting level, no recursion."""
-    stack = [(value, depth + 1)]
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
+def _check_value(value: Any, level: int, label: str, where: str) -> None:
+    """BUNDLE_INVALID if ``value``, one level below ``level``, nests deeper than ``MAX_DEPTH``
+    or holds NaN or Infinity (pydantic's reader accepts them and would write them back as
+    null). Iterative: no depth can blow the stack.
+    """
+    stack = [(value, level + 1)]
     while stack:
-        item, level = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, dict):
             children: Iterable[Any] = item.values()
         elif isinstance(item, list):
             children = item
         else:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise _invalid(f"{label}: {where}: NaN or Infinity is not a JSON number")
             continue
-        yield item, level
-        stack.extend((c, level + 1) for c in children if isinstance(c, dict | list))
+        if depth > MAX_DEPTH:
+            raise _invalid(f"{label}: {where} is nested deeper than {MAX_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in children)
 
 
-def _check_depth(value: Any, depth: int, label: str, where: str) -> None:
-    if any(level > MAX_DEPTH for _item, level in _containers(value, depth)):
-        raise _invalid(f"{label}: {where} is nested deeper than {MAX_DEPTH} levels")
-
-
-def _parse(data: bytes, label: str, hook: _ObjectHook) -> dict[str, Any]:
-    """UTF-8 JSON object with schemaVersion 1 and a ``records`` list, or BUNDLE_INVALID."""
+def _decode(data: bytes, label: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -295,22 +273,35 @@ def _parse(data: bytes, label: str, hook: _ObjectHook) -> dict[str, Any]:
         raise _invalid(
             f"{label}: not UTF-8: byte 0x{data[exc.start]:02x} at line {line} column {column}"
         ) from None
+    return text.removeprefix("\ufeff")  # a byte-order mark some editors add
+
+
+class _Bundle(BaseModel):
+    """The fast path: the whole bundle read in one pass, each record validated as
+    ``parse_line`` validates a store line. Any failure falls back to ``_parse_json``, which
+    reads each entry on its own to say which is wrong and why.
+    """
+
+    model_config = ConfigDict(extra="allow")
+    schemaVersion: Literal[1]
+    records: list[Record]
+
+
+def _parse_json(text: str, label: str) -> dict[str, Any]:
+    """The bundle as plain JSON: an object with schemaVersion 1 and a ``records`` list,
+    or BUNDLE_INVALID saying what is wrong and where."""
     try:
-        obj = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=hook,
-                         parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise _invalid(
             f"{label}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
     except RecursionError:
         raise _invalid(f"{label}: nested deeper than {MAX_DEPTH} levels") from None
-    except ValueError as exc:  # NaN or Infinity, an integer too long to convert
+    except ValueError as exc:  # NaN or Infinity, a number too long or too large
         raise _invalid(f"{label}: not valid JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise _invalid(f"{label}: the top level is a JSON {_json_type(obj)}, not an object")
-    repeated = hook.repeated.get(id(obj))
-    if repeated is not None and repeated[0] is obj:
-        raise _invalid(f"{label}: the top-level object has the key {repeated[1]!r} twice")
     version = obj.get("schemaVersion")
     if type(version) is not int or version != SCHEMA_VERSION:
         shown = "missing" if "schemaVersion" not in obj else json.dumps(version)
@@ -321,10 +312,25 @@ def _parse(data: bytes, label: str, hook: _ObjectHook) -> dict[str, Any]:
     if not isinstance(records, list):
         shown = "missing" if "records" not in obj else f"a JSON {_json_type(records)}"
         raise _invalid(f"{label}: 'records' is {shown}, not a list")
-    for key, value in obj.items():
-        if key != "records":
-            _check_depth(value, 1, label, repr(key))
     return obj
+
+
+def _read_bundle(data: bytes, label: str) -> tuple[list[Any], dict[str, Any]]:
+    """The bundle's entries (validated ``Record``s on the fast path, plain JSON values
+    otherwise) and its other top-level fields. BUNDLE_INVALID for a bad bundle."""
+    text = _decode(data, label)
+    try:
+        fast = _Bundle.model_validate_json(text, strict=True)
+    except ValidationError:
+        obj = _parse_json(text, label)
+        entries: list[Any] = obj.pop("records")
+        del obj["schemaVersion"]
+        others = obj
+    else:
+        entries, others = fast.records, fast.model_extra or {}
+    for key, value in others.items():
+        _check_value(value, 1, label, repr(key))
+    return entries, others
 
 
 def _json_type(value: Any) -> str:
@@ -341,44 +347,44 @@ def _json_type(value: Any) -> str:
     return "number"
 
 
-def _has_unknown_fields(record: Record) -> bool:
+def _unknown_fields(record: Record) -> Iterator[tuple[Any, int]]:
+    """The values of a record's unknown fields, each with its parent's nesting level in the
+    bundle (the record itself is at level 3)."""
     g = record.governance
-    return bool(
-        record.model_extra
-        or record.provenance.model_extra
-        or g.model_extra
-        or any(ref.model_extra for ref in g.sourceRefs)
-    )
+    for model, level in ((record, 3), (record.provenance, 4), (g, 4)):
+        for value in (model.__pydantic_extra__ or {}).values():
+            yield value, level
+    for ref in g.sourceRefs:
+        for value in (ref.__pydantic_extra__ or {}).values():
+            yield value, 6
 
 
-def _bundle_record(obj: Any, hook: _ObjectHook, label: str, where: str) -> Record:
-    """Validate one entry of ``records``; RecordInvalid says why it cannot be imported.
+def _bundle_record(entry: Any, label: str, where: str) -> Record:
+    """Validate one entry of ``records`` (a ``Record`` from the fast path still needs the
+    SPEC 3 rules); RecordInvalid says why it cannot be imported.
 
-    BUNDLE_INVALID if it nests deeper than ``MAX_DEPTH``. The entry's own scope is not
-    checked against the target: a project record may be imported into user, say.
+    BUNDLE_INVALID if it nests deeper than ``MAX_DEPTH`` or holds NaN. The entry's own scope
+    is not checked against the target: a project record may be imported into user, say.
     """
-    if not isinstance(obj, dict):
-        raise RecordInvalid(f"a JSON {_json_type(obj)}, not an object")
-    try:
-        record = record_from_json(obj)
-    except RecordInvalid:
-        _check_depth(obj, 2, label, where)
-        key = hook.repeated_key(obj)
-        if key is not None:
-            raise RecordInvalid(f"the key {key!r} appears twice") from None
-        version = obj.get("schemaVersion")
-        if type(version) is int and version > SCHEMA_VERSION:
-            raise RecordInvalid(
-                f"schemaVersion {version}: written by a newer host; only schemaVersion 1 "
-                "records can be imported"
-            ) from None
-        raise
-    # Known fields have a fixed shape; only unknown ones (kept on import) can nest deeply.
-    if _has_unknown_fields(record):
-        _check_depth(obj, 2, label, where)
-    key = hook.repeated_key(obj)
-    if key is not None:
-        raise RecordInvalid(f"the key {key!r} appears twice")
+    if isinstance(entry, Record):
+        record = validate_record(entry)
+    elif not isinstance(entry, dict):
+        raise RecordInvalid(f"a JSON {_json_type(entry)}, not an object")
+    else:
+        try:
+            record = record_from_json(entry)
+        except RecordInvalid:
+            _check_value(entry, 2, label, where)
+            version = entry.get("schemaVersion")
+            if type(version) is int and version > SCHEMA_VERSION:
+                raise RecordInvalid(
+                    f"schemaVersion {version}: written by a newer host; only schemaVersion 1 "
+                    "records can be imported"
+                ) from None
+            raise
+    # Known fields have a fixed shape; unknown ones are kept on import, so they are checked.
+    for value, level in _unknown_fields(record):
+        _check_value(value, level, label, where)
     if record.status is Status.FORGOTTEN:
         raise RecordInvalid("a forgotten record: it has no content left to import")
     if not record.title.strip():
@@ -388,11 +394,18 @@ def _bundle_record(obj: Any, hook: _ObjectHook, label: str, where: str) -> Recor
     return record
 
 
-def _refuse_repeated_ids(records: list[Any], label: str) -> None:
+def _entry_id(entry: Any) -> str | None:
+    rid = entry.id if isinstance(entry, Record) else (
+        entry.get("id") if isinstance(entry, dict) else None
+    )
+    return rid if isinstance(rid, str) else None
+
+
+def _refuse_repeated_ids(entries: list[Any], label: str) -> None:
     first: dict[str, int] = {}
-    for index, obj in enumerate(records):
-        rid = obj.get("id") if isinstance(obj, dict) else None
-        if not isinstance(rid, str):
+    for index, entry in enumerate(entries):
+        rid = _entry_id(entry)
+        if rid is None:
             continue
         earlier = first.setdefault(rid, index)
         if earlier != index:
@@ -460,43 +473,41 @@ def plan_import(
     """
     target = store.file_for(scope, session)
     data, label = _read_source(source)
-    bundle_hash = "sha256:" + hashlib.sha256(data).hexdigest()
-    hook = _ObjectHook()
-    # Parsing and validating builds many small objects: pause the cyclic GC as a load does.
+    plan = ImportPlan(target, "sha256:" + hashlib.sha256(data).hexdigest(), label, None, 0)
+    view = store.view(target)
+    view.refresh()
+    # Parsing builds many small objects: pause the cyclic GC as a load does. The parsed bundle
+    # is dropped inside, so only the new records are left for the GC to walk afterwards.
     with _gc_paused(len(data) // 1024):
-        bundle = _parse(data, label, hook)
-        entries: list[Any] = bundle["records"]
-        _refuse_repeated_ids(entries, label)
-        exported_at = bundle.get("exportedAt")
-        plan = ImportPlan(
-            target, bundle_hash, label,
-            exported_at if type(exported_at) is int else None, len(entries),
-        )
-        view = store.view(target)
-        view.refresh()
-        index_of: dict[DuplicateKey, str] = view.duplicate_index()
-        note = f"imported from {Path(label).name if label != 'bundle' else 'a bundle'}"
-        now = store.clock()
-        for index, obj in enumerate(entries):
-            where = f"records[{index}]"
-            try:
-                record = _bundle_record(obj, hook, label, where)
-            except RecordInvalid as exc:
-                rid = obj.get("id") if isinstance(obj, dict) else None
-                plan.invalid.append(
-                    InvalidEntry(index, rid if isinstance(rid, str) else None, exc.reason)
-                )
-                continue
-            key = (record.type, record.contentHash)
-            existing = index_of.get(key)
-            if existing is not None:
-                plan.duplicates.append(DuplicateEntry(index, record.id, existing))
-                continue
-            new = _imported(record, target, bundle_hash, note, now)
-            index_of[key] = new.id
-            plan.new.append(new)
-            plan.new_indexes.append(index)
+        _classify(data, plan, view.duplicate_index(), store.clock())
     return plan
+
+
+def _classify(
+    data: bytes, plan: ImportPlan, index_of: dict[DuplicateKey, str], now: int
+) -> None:
+    label = plan.source
+    entries, others = _read_bundle(data, label)
+    _refuse_repeated_ids(entries, label)
+    exported_at = others.get("exportedAt")
+    plan.exported_at = exported_at if type(exported_at) is int else None
+    plan.total = len(entries)
+    note = f"imported from {Path(label).name if label != 'bundle' else 'a bundle'}"
+    for index, entry in enumerate(entries):
+        try:
+            record = _bundle_record(entry, label, f"records[{index}]")
+        except RecordInvalid as exc:
+            plan.invalid.append(InvalidEntry(index, _entry_id(entry), exc.reason))
+            continue
+        key = (record.type, record.contentHash)
+        existing = index_of.get(key)
+        if existing is not None:
+            plan.duplicates.append(DuplicateEntry(index, record.id, existing))
+            continue
+        new = _imported(record, plan.target, plan.bundle_hash, note, now)
+        index_of[key] = new.id
+        plan.new.append(new)
+        plan.new_indexes.append(index)
 
 
 # ------------------------------------------------------------------------- import: apply
