@@ -25,6 +25,9 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
+# filelock polls a held lock; its default (50 ms) starves waiters while one writer appends in a
+# loop. Each poll is one non-blocking flock call.
+LOCK_POLL_S = 0.005
 
 
 def _unsafe(path: Path, why: str) -> StoreError:
@@ -263,6 +266,25 @@ class TailReader:
             return self._start_over()
         return self._take(got[0], got[1], back, reset=False)
 
+    def took_append(self, data: bytes, start: int, st: os.stat_result) -> bool:
+        """Step over complete lines this process just appended at ``start`` (lock held), so
+        they need not be read back. False (nothing changed) unless the reader was exactly at
+        the end of the file before the append and the file is exactly that much longer.
+        """
+        if (
+            self.identity != (st.st_dev, st.st_ino)
+            or self.offset != start
+            or self._size != start
+            or st.st_size != start + len(data)
+            or not data.endswith(b"\n")
+        ):
+            return False
+        self.offset = self._size = st.st_size
+        self._mtime_ns = st.st_mtime_ns
+        self.line_count += data.count(b"\n")
+        self._anchor = (self._anchor + data)[-_ANCHOR_BYTES:]
+        return True
+
     def _torn(self) -> bool:
         return self._size > self.offset
 
@@ -272,10 +294,12 @@ class TailReader:
         self.line_count = 0
         self._anchor = b""
         if got is None:
+            # A file that was absent and still is: no change, so no reset to act on.
+            changed = self.identity is not None
             self.identity = None
             self._size = 0
             self._mtime_ns = 0
-            return TailChunk(True, [], 1, False, 0, False)
+            return TailChunk(changed, [], 1, False, 0, False)
         return self._take(got[0], got[1], 0, reset=True)
 
     def _take(self, st: os.stat_result, data: bytes, skip: int, reset: bool) -> TailChunk:
@@ -305,6 +329,7 @@ class SafeFile:
         self.bak_path = path.with_name(path.name + ".bak")
         self.corrupt_path = path.with_name(path.name + ".corrupt")
         self.lock_timeout = lock_timeout
+        self._lock: FileLock | None = None  # made once: building a FileLock is not free
 
     @property
     def paths(self) -> tuple[Path, Path, Path, Path]:
@@ -329,9 +354,12 @@ class SafeFile:
         self.check_paths()
         if not check_path(self.lock_path):
             os.close(_open_private(self.lock_path, os.O_WRONLY | os.O_CREAT))
-        lock = FileLock(
-            self.lock_path, timeout=self.lock_timeout, mode=FILE_MODE, preserve_lock_file=True
-        )
+        lock = self._lock
+        if lock is None:
+            lock = self._lock = FileLock(
+                self.lock_path, timeout=self.lock_timeout, mode=FILE_MODE,
+                preserve_lock_file=True, poll_interval=LOCK_POLL_S,
+            )
         try:
             lock.acquire()
         except Timeout:
@@ -356,9 +384,11 @@ class SafeFile:
             return 0
         return st.st_size
 
-    def append(self, data: bytes) -> None:
+    def append(self, data: bytes) -> tuple[int, os.stat_result]:
         """Append complete lines and fsync (call with the lock held). On any failure the file
         is truncated back to its old size and ``WRITE_FAILED`` is raised.
+
+        Returns the offset the data was written at and the file's stat after the write.
         """
         created = not check_path(self.path)
         fd = _open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -367,6 +397,7 @@ class SafeFile:
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
+                after = os.fstat(fd)
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, start)
@@ -379,6 +410,7 @@ class SafeFile:
                 fsync_dir(self.path.parent)
             except OSError as exc:
                 raise _io_error(self.path.parent, "syncing the directory", exc) from None
+        return start, after
 
     def quarantine(self, lines: list[bytes]) -> None:
         """Append lines verbatim to ``<file>.corrupt`` (never overwritten) and fsync."""
