@@ -469,7 +469,8 @@ def plan_import(
 
     Raises BUNDLE_INVALID when the bundle itself is bad (unreadable, over 64 MiB, not UTF-8,
     not a JSON object, schemaVersion not 1, ``records`` not a list, nested deeper than 64
-    levels, two records with one id); USAGE for a session target without ``session``.
+    levels, two records with one id); USAGE for a session target without ``session``;
+    UNSAFE_PATH or READ_FAILED when the target file cannot be read.
     """
     target = store.file_for(scope, session)
     data, label = _read_source(source)
