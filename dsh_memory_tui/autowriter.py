@@ -396,13 +396,14 @@ class AutoWriter:
 # --------------------------------------------------------------------- dsh-memory auto-write
 
 
-class _Stopped(BaseException):
-    """SIGINT or SIGTERM arrived while the reader was waiting for input."""
+class Stopped(BaseException):
+    """SIGINT or SIGTERM arrived while the loop was waiting (see ``StopSignals``)."""
 
 
-class _StopSignals:
-    """SIGINT and SIGTERM ask the reader to stop. The handler raises only while the reader
-    waits for input, so a digest being written is never cut short.
+class StopSignals:
+    """SIGINT and SIGTERM ask a loop to stop: ``requested`` turns true, and ``Stopped`` is
+    raised only inside ``waiting()``, so a write in progress is never cut short. Installs its
+    handlers only in the main thread (elsewhere it never fires); restores them on exit.
     """
 
     def __init__(self) -> None:
@@ -410,7 +411,7 @@ class _StopSignals:
         self._waiting = False
         self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> _StopSignals:
+    def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 self._previous[signum] = signal.signal(signum, self._handle)
@@ -425,14 +426,14 @@ class _StopSignals:
         self.requested = True
         if self._waiting:
             self._waiting = False
-            raise _Stopped
+            raise Stopped
 
     @contextmanager
     def waiting(self) -> Iterator[None]:
         self._waiting = True
         try:
             if self.requested:  # arrived just before we started waiting
-                raise _Stopped
+                raise Stopped
             yield
         finally:
             self._waiting = False
@@ -473,7 +474,7 @@ def run_events(store: MemoryStore, events: str | None, *, follow: bool) -> int:
     directory that does not exist is ``USAGE``; an unreadable one ``READ_FAILED``.
     """
     writer = AutoWriter(store)
-    with _StopSignals() as stop:
+    with StopSignals() as stop:
         try:
             if events is None:
                 _read_stream(writer, 0, stop)
@@ -486,7 +487,7 @@ def run_events(store: MemoryStore, events: str | None, *, follow: bool) -> int:
     return writer.written
 
 
-def _read_file(writer: AutoWriter, path: Path, stop: _StopSignals) -> None:
+def _read_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
     """A whole file: every result first, then the digests (the same file, the same digests)."""
     try:
         with open(path, "rb") as events:
@@ -501,7 +502,7 @@ def _read_file(writer: AutoWriter, path: Path, stop: _StopSignals) -> None:
         raise StoreError("READ_FAILED", f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _read_stream(writer: AutoWriter, fd: int, stop: _StopSignals) -> None:
+def _read_stream(writer: AutoWriter, fd: int, stop: StopSignals) -> None:
     """Standard input: a regular file is read whole like ``--events``; a pipe or terminal is
     live, each session's digest written ``debounce_s`` after its last result.
     """
@@ -526,7 +527,7 @@ def _read_stream(writer: AutoWriter, fd: int, stop: _StopSignals) -> None:
             feed.feed(data)
             if not regular:
                 writer.flush_due()
-    except _Stopped:
+    except Stopped:
         pass
     if stop.requested and not regular:
         _drain(fd, feed)
@@ -583,7 +584,7 @@ _WATCHED_RECHECK_S = 1.0
 _POLL_S = 0.05
 
 
-def _follow_file(writer: AutoWriter, path: Path, stop: _StopSignals) -> None:
+def _follow_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
     """``--follow``: read the file from its start, then what is appended to it, waking on a
     watchfiles change or when the next digest falls due. A file replaced or cut shorter is
     read anew from its start.
@@ -610,7 +611,7 @@ def _follow_file(writer: AutoWriter, path: Path, stop: _StopSignals) -> None:
             due = writer.due()
             with stop.waiting():
                 changed.wait(recheck if due is None else min(due, recheck))
-    except _Stopped:
+    except Stopped:
         pass
     finally:
         watcher.stop()
@@ -624,6 +625,8 @@ __all__ = [
     "AutoWriter",
     "Digest",
     "MalformedEvent",
+    "StopSignals",
+    "Stopped",
     "digest_id",
     "digest_id_prefix",
     "run_events",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .autowriter import AutoWriter
+from .autowriter import AutoWriter, Stopped, StopSignals
 from .errors import StoreError
 from .jsonl import ensure_dir
 from .model import (
@@ -480,8 +480,9 @@ def run_live(
 ) -> None:
     """Every ``interval_s``, alternately: an agent proposal (alice's profile or the demo
     session) and a few tool results for the demo session, digested by an auto-writer. Runs
-    until ``stop`` is set or KeyboardInterrupt; store errors are logged and skipped. Uses its
-    own store, like another process; the project file is left alone so its corrupt line stays.
+    until ``stop`` is set, or (in the main thread) SIGINT or SIGTERM; store errors are logged
+    and skipped. Uses its own store, like another process; the project file is left alone so
+    its corrupt line stays for the app to warn about.
     """
     stop = stop or threading.Event()
     rng = random.Random(rng_seed)
@@ -491,26 +492,28 @@ def run_live(
     seq = _replay_session(writer, demo.workspace, demo.session, flush=False)
     created: list[str] = []
     step = 0
-    try:
-        while True:
-            next_step = time.monotonic() + interval_s
-            while (left := next_step - time.monotonic()) > 0:
-                due = writer.due()
-                if stop.wait(left if due is None else min(due, left)):
-                    return
-                writer.flush_due()
-            try:
-                if step % 2 == 0:
-                    _live_proposal(store, demo, rng)
-                else:
-                    seq = _live_tool_results(writer, demo, rng, seq, created)
-            except Exception as exc:  # the demo goes on whatever the store says
-                log.info("demo: live step skipped: %s", exc)
-            step += 1
-    except KeyboardInterrupt:
-        pass
-    finally:
-        writer.flush_all()
+    with StopSignals() as signals:
+        try:
+            while not signals.requested:
+                next_step = time.monotonic() + interval_s
+                while (left := next_step - time.monotonic()) > 0:
+                    due = writer.due()
+                    with signals.waiting():
+                        if stop.wait(left if due is None else min(due, left)):
+                            return
+                    writer.flush_due()
+                try:
+                    if step % 2 == 0:
+                        _live_proposal(store, demo, rng)
+                    else:
+                        seq = _live_tool_results(writer, demo, rng, seq, created)
+                except Exception as exc:  # the demo goes on whatever the store says
+                    log.info("demo: live step skipped: %s", exc)
+                step += 1
+        except (Stopped, KeyboardInterrupt):
+            pass
+        finally:
+            writer.flush_all()
 
 
 __all__ = ["DemoPaths", "build_demo", "run_live"]

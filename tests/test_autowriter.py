@@ -685,7 +685,12 @@ def _append(path: Path, *events: dict[str, Any]) -> None:
 
 
 def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, bytes]:
-    _, err = proc.communicate(timeout=WAIT_S)
+    try:
+        _, err = proc.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
     return proc.returncode, err
 
 

@@ -212,7 +212,8 @@ def test_run_live_goes_on_through_store_errors(
         live.finish()
 
 
-def test_cli_demo_builds_and_live_stops_on_sigint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_cli_demo_builds_then_live_stops_cleanly_on_a_signal(tmp_path: Path, signum: int) -> None:
     root = tmp_path / "cli-demo"
     cmd = [sys.executable, "-m", "dsh_memory_tui.cli", "demo", str(root), "--live"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -227,7 +228,12 @@ def test_cli_demo_builds_and_live_stops_on_sigint(tmp_path: Path) -> None:
         before = len(store.review_queue())
         wait_for(lambda: len(store.review_queue()) > before, "the first live proposal")
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=WAIT_S)
+        proc.send_signal(signum)
+        try:
+            _, err = proc.communicate(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
     assert proc.returncode == 0
     assert err == ""
