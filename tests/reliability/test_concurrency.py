@@ -10,7 +10,16 @@ from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.store import MemoryStore
 
 from .conftest import Figures
-from .harness import Emit, Gate, Site, Worker, complete_lines, pump_all, scaled
+from .harness import (
+    Emit,
+    Gate,
+    Site,
+    Worker,
+    complete_lines,
+    pump_all,
+    run_in_child,
+    scaled,
+)
 
 WRITERS = 8
 APPENDS = scaled(500, 2000)
@@ -162,3 +171,122 @@ def test_eight_editors_of_one_record_make_revisions_without_gap_or_repeat(
     figures.add("edits landed", total)
     figures.add("edits refused (all REVISION_CONFLICT)", refused)
     figures.add("revision gaps or repeats", 0)
+
+
+def _edit_appender(site: Site, writer: int, count: int, gate: Gate) -> Worker:
+    def run(emit: Emit) -> None:
+        store = site.store()
+        gate.wait()
+        for seq in range(count):
+            rid = store.create("project", "fact", f"w{writer}", _content(writer, seq)).id
+            store.edit(rid, 1, content=_content(writer, seq) + " edited")
+            emit(ack=seq, id=rid)
+
+    return Worker(run)
+
+
+def _compactor(site: Site, stop: Path, gate: Gate) -> Worker:
+    def run(emit: Emit) -> None:
+        store = site.store()
+        gate.wait()
+        done = 0
+        while not stop.exists():
+            store.compact(store.file_for("project"))
+            done += 1
+        emit(compactions=done)
+
+    return Worker(run)
+
+
+def _steady_reader(site: Site, stop: Path, gate: Gate) -> Worker:
+    """Polls without a lock while the file is appended to and replaced by compactions: a
+    record once seen never disappears and its revision never goes back."""
+
+    def run(emit: Emit) -> None:
+        store = site.store()
+        view = store.view(store.file_for("project"))
+        seen: dict[str, int] = {}
+        polls = resets = 0
+        gate.wait()
+        while not stop.exists():
+            change = view.refresh()
+            polls += 1
+            resets += change.reset
+            assert not view.corrupt, f"reader saw corrupt lines: {view.corrupt}"
+            for rid, revision in seen.items():
+                record = view.current.get(rid)
+                assert record is not None, f"{rid} disappeared from the reader's view"
+                assert record.revision >= revision, f"{rid} went back to {record.revision}"
+            seen = {rid: r.revision for rid, r in view.current.items()}
+            time.sleep(0.001)
+        emit(polls=polls, resets=resets, seen=len(seen))
+
+    return Worker(run)
+
+
+def test_a_reader_never_loses_a_record_while_writers_append_and_a_compactor_replaces(
+    tmp_path: Path, figures: Figures
+) -> None:
+    """4 processes append and edit while a 5th compacts the file over and over and a reader
+    polls without a lock: the reader never sees a corrupt line, never loses a record it has
+    seen (across every replace of the file) and never sees a revision go back; at the end
+    every record is there at revision 2.
+    """
+    count = scaled(150, 600)
+    site = Site.create(tmp_path)
+    site.store().create("project", "fact", "seed", "seed")  # the file exists for the reader
+    stop = tmp_path / "stop"
+    gate = Gate()
+    writers = [_edit_appender(site, w, count, gate) for w in range(4)]
+    others = [_compactor(site, stop, gate), _steady_reader(site, stop, gate)]
+    gate.open()
+    pump_all(writers, lambda: all(w.eof for w in writers), DEADLINE_S)
+    stop.touch()
+    for worker in [*writers, *others]:
+        worker.join()
+        assert not worker.errors(), worker.errors()
+        assert worker.status == 0
+
+    records = site.store().records("project")
+    assert len(records) == 4 * count + 1
+    assert all(r.revision == 2 for r in records if r.title != "seed")
+    reader = others[1].messages[-1]
+    figures.add("appends and edits", 8 * count)
+    figures.add("compactions during the run", others[0].messages[-1]["compactions"])
+    figures.add("reader polls", reader["polls"])
+    figures.add("file replacements the reader followed", reader["resets"])
+    figures.add("records lost by the reader", 0)
+
+
+def test_a_held_lock_is_lock_timeout_and_a_killed_holder_frees_it(
+    tmp_path: Path, figures: Figures
+) -> None:
+    """A process holds the file's lock and stops: a write from another process fails with
+    LOCK_TIMEOUT after its timeout instead of hanging; once the holder is SIGKILLed (a crash
+    while holding the lock), the next write succeeds at once: no stale lock to clean up.
+    """
+    site = Site.create(tmp_path)
+    site.store().create("project", "fact", "first", "first")
+
+    def hold(emit: Emit) -> None:
+        store = site.store()
+        with store.view(store.file_for("project")).safe.locked():
+            emit(held=True)
+            time.sleep(3600)
+
+    holder = Worker(hold)
+    holder.wait_for(lambda w: bool(w.messages))
+
+    def write() -> dict[str, str | None]:
+        store = MemoryStore.open(site.home, site.workspace, "alice", lock_timeout_s=0.5)
+        try:
+            store.create("project", "fact", "blocked", "blocked")
+        except StoreError as exc:
+            return {"code": exc.code}
+        return {"code": None}
+
+    assert run_in_child(write, deadline_s=30).messages[-1]["code"] == "LOCK_TIMEOUT"
+    holder.kill()
+    assert run_in_child(write, deadline_s=30).messages[-1]["code"] is None
+    figures.add("writes that timed out instead of hanging")
+    figures.add("kills survived")

@@ -286,7 +286,7 @@ class StoreMachine(RuleBasedStateMachine):
         worker.join()
         assert not worker.errors(), worker.errors()
         acked = any("ack" in m for m in worker.messages)
-        COUNTS["kills" if worker.killed else "writers that finished before the kill point"] += 1
+        COUNTS["kills survived" if worker.killed else "writers done before the kill point"] += 1
         landed = set(_seen(self.store, scope)) - set(self.model[key])
         same = [e for e in self.model[key].values()
                 if e.type == type_ and e.content == content and e.status != "forgotten"]
