@@ -88,12 +88,14 @@ class MemoryApp(App[None]):
         super().__init__()
         self.store = store
         self.session = session
+        self.initial_tab = "session" if session else "review"
         self.watch_enabled = watch
         self.demo = demo
         self.show_inactive = False
         self.review_derived = False
         self.index: dict[str, FileView] = {}
         self._sync_pending = False
+        self._binding_signature: tuple[bool | None, ...] = ()
         self._seen: dict[Path, tuple[int, int, int, bool]] = {}
         self.watch_mode = "off"
         self.sync_count = 0
@@ -101,10 +103,12 @@ class MemoryApp(App[None]):
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        with TabbedContent(id="tabs", initial="session" if self.session else "review"):
+        with TabbedContent(id="tabs", initial=self.initial_tab):
             for spec in TABS:
                 with TabPane(spec.title, id=spec.id):
-                    yield RecordPane(spec, self._belongs(spec))
+                    pane = RecordPane(spec, self._belongs(spec))
+                    pane.visible = spec.id == self.initial_tab
+                    yield pane
         yield Static("", id="status-line")
         yield Footer(compact=True)
 
@@ -314,20 +318,32 @@ class MemoryApp(App[None]):
         pane = self._pane_of(event.table)
         if pane is not None and pane is self.active_pane:
             self._show_detail(pane)
-        self.refresh_bindings()
+        self._update_bindings()
 
     @on(RecordTable.MarksChanged)
     def _marks_changed(self) -> None:
         self._status()
-        self.refresh_bindings()
+        self._update_bindings()
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self) -> None:
         pane = self.active_pane
+        for other in self.panes():
+            other.visible = other is pane
+        pane.show()
         self._show_detail(pane)
         pane.table.focus()
         self._status()
-        self.refresh_bindings()
+        self._update_bindings()
+
+    def _update_bindings(self) -> None:
+        """Refresh the footer only when an action's availability changed: a footer rebuild
+        per cursor move would cost more than the move itself.
+        """
+        signature = tuple(self.check_action(a, ()) for a in sorted(WRITE_ACTIONS))
+        if signature != self._binding_signature:
+            self._binding_signature = signature
+            self.refresh_bindings()
 
     def _pane_of(self, table: RecordTable) -> RecordPane | None:
         for pane in self.panes():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
@@ -89,6 +90,11 @@ class RecordFilter:
         return True
 
 
+@lru_cache(maxsize=4096)
+def _minute(minute: int) -> str:
+    return when(minute * 60_000, "%m-%d %H:%M")
+
+
 def record_row(r: Record) -> Row:
     g = r.governance
     return Row(
@@ -100,7 +106,7 @@ def record_row(r: Record) -> Row:
             g.verification.value,
             SHORT_ORIGIN[g.origin],
             str(g.revision),
-            when(r.updatedAt, "%m-%d %H:%M"),
+            _minute(r.updatedAt // 60_000),
         ),
         dim=r.status is not Status.ACTIVE,
     )
@@ -122,6 +128,9 @@ class RecordPane(Vertical):
         self.records: dict[str, Record] = {}
         self.filter = RecordFilter()
         self.groups: dict[str, str] = {}  # record id -> session group label (Session tab)
+        # Only the visible tab keeps its table current; the others render when first shown.
+        self.visible = spec.id == "review"
+        self.stale = False
 
     @property
     def grouped(self) -> bool:
@@ -160,7 +169,17 @@ class RecordPane(Vertical):
             self.groups = groups
         self.render_rows()
 
+    def show(self) -> None:
+        """The tab became visible: bring its table up to date if it fell behind."""
+        self.visible = True
+        if self.stale:
+            self.render_rows()
+
     def render_rows(self) -> None:
+        if not self.visible:
+            self.stale = True
+            return
+        self.stale = False
         visible = [r for r in self.records.values() if not self.filter or self.filter.matches(r)]
         if not self.grouped:
             self.table.set_rows([record_row(r) for r in _newest_first(visible)])
@@ -180,17 +199,20 @@ class RecordPane(Vertical):
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""
         added: list[str] = []
-        regroup = False
+        regroup = not self.visible
         for r in records:
             known = r.id in self.records
             if not self.belongs(r):
                 if known:
                     del self.records[r.id]
-                    self.table.remove(r.id)
+                    if not regroup:
+                        self.table.remove(r.id)
                 continue
             self.records[r.id] = r
             if not known:
                 added.append(r.id)
+            if regroup:
+                continue
             if self.filter and not self.filter.matches(r):
                 self.table.remove(r.id)
             elif self.grouped:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.console import Group
+from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
 from ...model import Record
 from ...present import describe_changes, tags_text, when
@@ -58,11 +61,15 @@ def history_text(history: Sequence[Record]) -> str:
 
 
 class DetailPane(VerticalScroll):
-    """Shows one record; ``show(None)`` shows a hint instead."""
+    """Shows one record; ``show(None)`` shows a hint instead.
+
+    One Static holding a Rich group (title, Markdown, metadata, history): re-rendering one
+    widget per cursor move is far cheaper than remounting Textual's Markdown block widgets.
+    """
 
     DEFAULT_CSS = """
     DetailPane { height: 1fr; }
-    DetailPane > .detail-section { margin: 1 0 0 0; color: $text-muted; text-style: bold; }
+    DetailPane > .detail-body { width: 1fr; height: auto; }
     """
 
     def __init__(self, **kwargs: object) -> None:
@@ -70,27 +77,26 @@ class DetailPane(VerticalScroll):
         self.shown: tuple[str, int] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="detail-title")
-        yield Markdown("", classes="detail-content")
-        yield Static("Details", classes="detail-section")
-        yield Static("", classes="detail-meta")
-        yield Static("History", classes="detail-section")
-        yield Static("", classes="detail-history")
+        yield Static("", classes="detail-body")
 
     def show(self, record: Record | None, history: Sequence[Record] = ()) -> None:
         key = (record.id, record.governance.revision) if record else None
         if key == self.shown and record is not None:
             return
         self.shown = key
-        title = self.query_one(".detail-title", Static)
+        body = self.query_one(".detail-body", Static)
         if record is None:
-            title.update("[dim]No record selected[/dim]")
-            self.query_one(Markdown).update("")
-            self.query_one(".detail-meta", Static).update("")
-            self.query_one(".detail-history", Static).update("")
+            body.update(Text("No record selected", style="dim"))
             return
-        title.update(f"[b]{escape(record.title) or '(forgotten)'}[/b]")
-        self.query_one(Markdown).update(record.content or "*(no content)*")
-        self.query_one(".detail-meta", Static).update(metadata_text(record))
-        self.query_one(".detail-history", Static).update(history_text(history))
+        body.update(Group(
+            Text(record.title or "(forgotten)", style="bold"),
+            Text(""),
+            RichMarkdown(record.content or "*(no content)*"),
+            Text(""),
+            Text("Details", style="bold dim"),
+            Text.from_markup(metadata_text(record)),
+            Text(""),
+            Text("History", style="bold dim"),
+            Text.from_markup(history_text(history)),
+        ))
         self.scroll_home(animate=False)
