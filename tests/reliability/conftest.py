@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .harness import SOAK
+from .harness import SOAK, Worker
 
 _RESULTS: dict[str, dict[str, Any]] = {}
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
@@ -42,6 +42,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if report.when == "call":
         item.stash[_CALL_REPORT] = report
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left_behind() -> Iterator[None]:
+    """A test that fails half way must not leave its worker processes running."""
+    yield
+    Worker.kill_all()
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dsh_memory_tui import jsonl
 from dsh_memory_tui.store import MemoryStore
@@ -79,7 +79,13 @@ class Gate:
 
 
 class Worker:
-    """A forked process running ``target(emit)``; its messages arrive in ``messages``."""
+    """A forked process running ``target(emit)``; its messages arrive in ``messages``.
+
+    Every worker not yet reaped is in ``Worker.running``; the suite's conftest kills them when
+    a test ends, so a failing test never leaves a process behind.
+    """
+
+    running: ClassVar[set[Worker]] = set()
 
     def __init__(self, target: Callable[[Emit], None]) -> None:
         read_fd, write_fd = os.pipe()
@@ -95,6 +101,7 @@ class Worker:
                     Emit(write_fd)(error=traceback.format_exc()[-3000:])
             os._exit(status)
         os.close(write_fd)
+        Worker.running.add(self)
         self.pid = pid
         self.fd = read_fd
         self.messages: list[dict[str, Any]] = []
@@ -158,7 +165,23 @@ class Worker:
             self.pump(min(left, 0.5))
         if self.status is None:
             _, self.status = os.waitpid(self.pid, 0)
+            Worker.running.discard(self)
         return self.status
+
+    @classmethod
+    def kill_all(cls) -> int:
+        """SIGKILL and reap every worker still running; returns how many there were."""
+        left = list(cls.running)
+        for worker in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(worker.pid, 0)
+            if not worker.eof:
+                os.close(worker.fd)
+                worker.eof = True
+            cls.running.discard(worker)
+        return len(left)
 
     @property
     def killed(self) -> bool:

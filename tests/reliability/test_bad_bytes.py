@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,8 +172,14 @@ def damaged_files(draw: st.DrawFn) -> tuple[list[bytes], list[int]]:
     return lines, [i for i, line in enumerate(lines) if line in bad]
 
 
-def _fresh_site(root: Path) -> Site:
-    return Site.create(Path(tempfile.mkdtemp(dir=root)))
+@contextmanager
+def _fresh_site(root: Path) -> Iterator[Site]:
+    """A site for one example, removed afterwards (thousands of examples, some of megabytes)."""
+    site = Site.create(Path(tempfile.mkdtemp(dir=root)))
+    try:
+        yield site
+    finally:
+        shutil.rmtree(site.root)
 
 
 def _project_view(site: Site) -> FileView:
@@ -199,7 +208,13 @@ def test_each_bad_line_affects_only_itself(
     every readable record.
     """
     lines, bad_at = case
-    site = _fresh_site(tmp_path)
+    with _fresh_site(tmp_path) as site:
+        _check_damaged_file(site, lines, bad_at, figures)
+
+
+def _check_damaged_file(
+    site: Site, lines: list[bytes], bad_at: list[int], figures: Figures
+) -> None:
     _write(site, b"".join(line + b"\n" for line in lines))
 
     view = _project_view(site)
@@ -219,7 +234,7 @@ def test_each_bad_line_affects_only_itself(
     quarantined = read_or_none(neighbours(site.project)["corrupt"]) or b""
     assert quarantined == b"".join(lines[i] + b"\n" for i in corrupt_at)
 
-    result = export_bundle(site.store(), tmp_path / f"{site.root.name}.json")
+    result = export_bundle(site.store(), site.root / "export.json")
     assert result.count == len(GOOD) + len(own) + 1
     figures.add("files fuzzed")
     figures.add("damaged lines", len(bad_at))
@@ -237,12 +252,15 @@ def test_a_file_read_while_it_is_written_in_pieces_ends_as_if_read_at_once(
     """
     lines, _ = case
     data = b"".join(line + b"\n" for line in lines)
-    whole = _fresh_site(tmp_path)
+    with _fresh_site(tmp_path) as whole, _fresh_site(tmp_path) as site:
+        _check_pieces(whole, site, data, cuts, figures)
+
+
+def _check_pieces(whole: Site, site: Site, data: bytes, cuts: list[int], figures: Figures) -> None:
     _write(whole, data)
     expected = _project_view(whole)
     expected_corrupt = {c.line_no for c in expected.corrupt}
 
-    site = _fresh_site(tmp_path)
     _write(site, b"")
     view = _project_view(site)
     points = sorted({c % (len(data) + 1) for c in cuts} | {len(data)})
@@ -357,7 +375,11 @@ def test_a_fuzzed_bundle_is_refused_whole_or_each_bad_record_affects_only_itself
     no corrupt line, and importing the same bundle again writes nothing.
     """
     data, good_at = case
-    site = _fresh_site(tmp_path)
+    with _fresh_site(tmp_path) as site:
+        _check_bundle(site, data, good_at, figures)
+
+
+def _check_bundle(site: Site, data: bytes, good_at: set[int], figures: Figures) -> None:
     store = site.store()
     try:
         plan = plan_import(store, data, "project")

@@ -54,7 +54,9 @@ def _poller(site: Site, gate: Gate) -> Worker:
         expected = [0] * WRITERS
         polls = torn_polls = 0
         gate.wait()
+        deadline = time.monotonic() + DEADLINE_S
         while sum(expected) < WRITERS * APPENDS:
+            assert time.monotonic() < deadline, f"the reader saw only {sum(expected)} records"
             change = view.refresh()
             polls += 1
             torn_polls += view.torn
