@@ -8,6 +8,7 @@ writer's lines), decides, validates, and appends or atomically rewrites.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,12 +44,17 @@ from .paths import StoreFile, StorePaths, lock_timeout
 Session = tuple[str, str]
 T = TypeVar("T")
 
-# A bulk load parses thousands of small objects: the cyclic GC would walk them over and over.
+# A bulk load makes ~10 container objects per record, all long-lived and acyclic: the cyclic
+# GC would walk them in the young generation, then in the middle one, for nothing.
 _GC_PAUSE_LINES = 256
 
 
 @contextmanager
 def _gc_paused(n: int) -> Iterator[None]:
+    """Pause the cyclic GC while loading ``n`` lines, then file what was made under the oldest
+    generation (freeze + unfreeze moves every tracked object there without walking any).
+    Young garbage of the process is collected at the next full collection instead.
+    """
     if n < _GC_PAUSE_LINES or not gc.isenabled():
         yield
         return
@@ -56,6 +62,9 @@ def _gc_paused(n: int) -> Iterator[None]:
     try:
         yield
     finally:
+        if gc.get_freeze_count() == 0:  # never thaw what someone else froze on purpose
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
 
 
@@ -89,8 +98,9 @@ class FileView:
         # Lines of ids with more than one line, in file order (one-line ids: see ``versions``).
         self._history: dict[str, list[Record]] = {}
         self.current: dict[str, Record] = {}
-        # contentHash -> ids that had it when current (checked again on lookup).
-        self._by_hash: dict[str, list[str]] = {}
+        # contentHash -> the id (or ids) that had it when current; checked again on lookup.
+        # A plain id for the usual single one: a list per record would cost memory and GC time.
+        self._by_hash: dict[str, str | list[str]] = {}
         self.corrupt: list[CorruptLine] = []
         self.future: list[FutureLine] = []
         self.other_profile_lines = 0
@@ -136,6 +146,8 @@ class FileView:
         self.exists, self.size, self.torn = chunk.exists, chunk.size, chunk.torn
         change = FileChange(self.file, chunk.reset)
         location = self.file.location
+        every_line_own = self.file.scope is not Scope.USER
+        apply, ids = self._apply, change.ids
         with _gc_paused(len(chunk.lines)):
             for offset, line in enumerate(chunk.lines):
                 try:
@@ -144,14 +156,27 @@ class FileView:
                     self.corrupt.append(CorruptLine(chunk.first_line_no + offset, exc.reason))
                     change.new_corrupt += 1
                     continue
-                if not self.is_own(parsed):
+                if not (every_line_own or self.is_own(parsed)):
                     self.other_profile_lines += 1
-                elif isinstance(parsed, FutureLine):
+                elif type(parsed) is FutureLine:
                     self.future.append(parsed)
                 else:
-                    self._apply(parsed)
-                    change.ids.append(parsed.id)
+                    apply(parsed)  # type: ignore[arg-type]
+                    ids.append(parsed.id)
         return change
+
+    def took_append(
+        self, records: Sequence[Record], data: bytes, start: int, st: os.stat_result
+    ) -> None:
+        """Take this process's own append (lock held) without reading it back; refresh instead
+        if anything else changed the file.
+        """
+        if not self.exists or not self.reader.took_append(data, start, st):
+            self.refresh()
+            return
+        self.size = st.st_size
+        for record in records:
+            self._apply(record)
 
     def _apply(self, record: Record) -> None:
         if self.scope_key is None:
@@ -169,9 +194,13 @@ class FileView:
         # The highest revision wins; on a tie, the later line.
         if current is None or record.governance.revision >= current.governance.revision:
             self.current[rid] = record
-            ids = self._by_hash.get(record.contentHash)
+            h = record.contentHash
+            ids = self._by_hash.get(h)
             if ids is None:
-                self._by_hash[record.contentHash] = [rid]
+                self._by_hash[h] = rid
+            elif isinstance(ids, str):
+                if ids != rid:
+                    self._by_hash[h] = [ids, rid]
             elif rid not in ids:
                 ids.append(rid)
 
@@ -181,7 +210,8 @@ class FileView:
 
     def find_duplicate(self, record_type: RecordType, hash_: str) -> Record | None:
         """A current, not forgotten record with the same type and content (idempotent merge)."""
-        for rid in self._by_hash.get(hash_, ()):
+        ids = self._by_hash.get(hash_, ())
+        for rid in (ids,) if isinstance(ids, str) else ids:
             record = self.current[rid]
             if (
                 record.contentHash == hash_
@@ -447,8 +477,8 @@ class MemoryStore:
             self._rewrite(view, compact=True)
             if view.size + len(data) > MAX_STORE_BYTES:
                 raise self._too_large(view, "would pass 8 MiB even after compaction")
-        view.safe.append(data)
-        view.refresh()
+        start, st = view.safe.append(data)
+        view.took_append(records, data, start, st)
 
     @staticmethod
     def _too_large(view: FileView, why: str) -> StoreError:
