@@ -113,10 +113,14 @@ def _open_private(path: Path, flags: int) -> int:
     flags |= os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         if flags & os.O_CREAT and not flags & os.O_EXCL:
-            try:  # O_EXCL first, so we know whether the file is ours to chmod
-                fd, created = os.open(path, flags | os.O_EXCL, FILE_MODE), True
-            except FileExistsError:
+            # Open the usual existing file first; create with O_EXCL to know it is ours to chmod.
+            try:
                 fd, created = os.open(path, flags & ~os.O_CREAT), False
+            except FileNotFoundError:
+                try:
+                    fd, created = os.open(path, flags | os.O_EXCL, FILE_MODE), True
+                except FileExistsError:
+                    fd, created = os.open(path, flags & ~os.O_CREAT), False
         else:
             fd, created = os.open(path, flags, FILE_MODE), bool(flags & os.O_CREAT)
     except OSError as exc:
