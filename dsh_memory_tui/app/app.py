@@ -17,7 +17,7 @@ from ..errors import StoreError
 from ..jsonl import ensure_dir, read_file
 from ..model import Record, Scope, Status
 from ..store import Action, FileView, MemoryStore
-from .panes import TABS, RecordPane, TabSpec
+from .panes import GROUP_PREFIX, TABS, RecordPane, TabSpec
 from .screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
 from .screens.form import FormResult, RecordForm
 from .widgets.record_table import RecordTable
@@ -352,6 +352,18 @@ class MemoryApp(App[None]):
         return None
 
     def _show_detail(self, pane: RecordPane) -> None:
+        key = pane.table.cursor_key
+        if key and key.startswith(GROUP_PREFIX):
+            label = key[len(GROUP_PREFIX):]
+            views = [v for v in self.store.views(Scope.SESSION, refresh=False)
+                     if (v.scope_key or v.path.stem[:16]) == label]
+            lines = [f"session|root  {label}"]
+            for view in views:
+                lines += [f"file          sessions/{view.path.name}",
+                          f"records       {len(view.current)} (read-only review material; "
+                          "copy one with c to keep it)"]
+            pane.detail.show_note("Session", lines)
+            return
         record = self.current_record(pane)
         history = self.index[record.id].history(record.id) if record else []
         pane.detail.show(record, history)

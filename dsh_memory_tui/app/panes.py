@@ -15,14 +15,15 @@ from ..present import SHORT_ORIGIN, when
 from .widgets.detail import DetailPane
 from .widgets.record_table import Column, RecordTable, Row
 
+# At 80 columns the title needs the room more than origin and time (the detail pane has both).
 COLUMNS = [
     Column("type", "Type", 10),
     Column("title", "Title", None),
-    Column("status", "Status", 9),
+    Column("status", "Status", 8),
     Column("verification", "Verification", 12),
-    Column("origin", "Origin", 8),
+    Column("origin", "Origin", 8, hide_below=96),
     Column("revision", "Rev", 3),
-    Column("updated", "Updated", 11),
+    Column("updated", "Updated", 11, hide_below=110),
 ]
 
 FILTER_FIELDS = ("type", "status", "origin", "verification", "tag")

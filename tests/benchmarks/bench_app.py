@@ -102,7 +102,7 @@ async def op_costs(p, n_expected: int) -> dict[str, float]:
             await pilot.press("down")
             await pilot.pause()
             out["cursor"].append(time.process_time() - t)
-        for i in range(10):
+        for _ in range(10):
             t = time.process_time()
             await pilot.press("v")
             await pilot.pause()

@@ -1,4 +1,4 @@
-"""Export and import dialogs over bundle.py: scopes and a path out; a path, a plan and a target in."""
+"""Export and import dialogs over bundle.py: scopes and a path out; a path, a plan, a target in."""
 
 from __future__ import annotations
 
@@ -74,17 +74,20 @@ class ExportDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def describe_plan(plan: ImportPlan) -> str:
+def describe_plan(plan: ImportPlan, limit: int = 50) -> str:
+    """The plan in words: counts, then each record by its place in the bundle's ``records``."""
     lines = [
         f"Into {plan.target.path}:",
         f"  {len(plan.new)} new   {len(plan.duplicates)} duplicate   {len(plan.invalid)} invalid",
     ]
-    for record in plan.new[:50]:
-        lines.append(f"  + {record.type.value:<10} {record.title}")
-    if len(plan.new) > 50:
-        lines.append(f"  … and {len(plan.new) - 50} more")
+    for index, record in list(zip(plan.new_indexes, plan.new, strict=True))[:limit]:
+        lines.append(f"  + records[{index}] {record.type.value:<10} {record.title}")
+    if len(plan.new) > limit:
+        lines.append(f"  … and {len(plan.new) - limit} more")
+    for dup in plan.duplicates[:limit]:
+        lines.append(f"  = records[{dup.index}] already there as {dup.existing_id}")
     for bad in plan.invalid:
-        lines.append(f"  ! #{bad.index} {bad.id or '(no id)'}: {bad.reason}")
+        lines.append(f"  ! records[{bad.index}] {bad.id or '(no id)'}: {bad.reason}")
     return "\n".join(lines)
 
 
@@ -111,7 +114,8 @@ class ImportDialog(ModalScreen[str | None]):
             yield Input(self.path, id="path", placeholder="path/to/bundle.json")
             yield Label("Into scope", classes="field-label")
             yield Select(
-                [(f"{s.value} ({AUDIENCE_BY_SCOPE[s]})", s) for s in Scope if s is not Scope.SESSION],
+                [(f"{s.value} ({AUDIENCE_BY_SCOPE[s]})", s)
+                 for s in Scope if s is not Scope.SESSION],
                 value=self.target, allow_blank=False, id="target",
             )
             with VerticalScroll(id="plan-box"):

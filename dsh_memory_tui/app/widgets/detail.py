@@ -100,3 +100,10 @@ class DetailPane(VerticalScroll):
             Text.from_markup(history_text(history)),
         ))
         self.scroll_home(animate=False)
+
+    def show_note(self, title: str, lines: Sequence[str]) -> None:
+        """Something that is not a record (a session group's header row)."""
+        self.shown = None
+        self.query_one(".detail-body", Static).update(
+            Group(Text(title, style="bold"), Text(""), *(Text(line) for line in lines))
+        )

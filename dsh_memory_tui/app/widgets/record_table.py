@@ -52,6 +52,9 @@ class Column:
     key: str
     label: str
     width: int | None = None
+    hide_below: int | None = None
+    """Hide this column when the table is narrower than this many cells (it gives the room
+    to the flexible columns)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,6 +531,7 @@ class RecordTable(ScrollView, can_focus=True):
         fitted = [
             _fit(cells[column] if column < len(cells) else "", column_width)
             for column, column_width in enumerate(widths)
+            if column_width
         ]
         gutter = _MARK_GUTTER if state & _MARKED else _BLANK_GUTTER
         style = self._row_style(state, row.dim)
@@ -541,6 +545,7 @@ class RecordTable(ScrollView, can_focus=True):
             labels = " ".join(
                 _fit(column.label, column_width)
                 for column, column_width in zip(self._columns, widths, strict=True)
+                if column_width
             )
             style = self._style(("record-table--header",))
             strip = Strip([Segment(_BLANK_GUTTER + labels, style)], total)
@@ -560,20 +565,25 @@ class RecordTable(ScrollView, can_focus=True):
         """Column widths for a viewport `width`, and the resulting line length."""
         layout = self._layout_cache.get(width)
         if layout is None:
-            columns = self._columns
+            columns = [
+                column for column in self._columns
+                if column.hide_below is None or width >= column.hide_below
+            ]
             fixed = sum(column.width for column in columns if column.width is not None)
             flexible = sum(1 for column in columns if column.width is None)
             remaining = max(0, width - _GUTTER_WIDTH - (len(columns) - 1) - fixed)
             share, extra = divmod(remaining, flexible)
             widths: list[int] = []
-            for column in columns:
-                if column.width is not None:
+            for column in self._columns:
+                if column not in columns:
+                    widths.append(0)  # hidden at this width: no cell, no separator
+                elif column.width is not None:
                     widths.append(column.width)
                 else:
                     # Spread the remainder over the first flexible columns so lines fill exactly.
                     widths.append(share + (1 if extra > 0 else 0))
                     extra -= 1
-            total = _GUTTER_WIDTH + sum(widths) + len(widths) - 1
+            total = _GUTTER_WIDTH + sum(widths) + len(columns) - 1
             layout = (tuple(widths), total)
             self._layout_cache[width] = layout
         return layout
