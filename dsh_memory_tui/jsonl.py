@@ -146,6 +146,33 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def _append_synced(path: Path, data: bytes, action: str) -> tuple[int, os.stat_result]:
+    """Append ``data`` to ``path`` (created 0600) and fsync; on any failure cut the file back
+    to its old size and raise ``WRITE_FAILED``. Returns the start offset and the final stat.
+    """
+    created = not check_path(path)
+    fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+            after = os.fstat(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+                os.fsync(fd)
+            raise _io_error(path, action, exc) from None
+    finally:
+        os.close(fd)
+    if created:
+        try:
+            fsync_dir(path.parent)
+        except OSError as exc:
+            raise _io_error(path.parent, "syncing the directory", exc) from None
+    return start, after
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data``: a 0600 temporary in the same directory, fsync, rename,
     fsync the directory. Raises ``UNSAFE_PATH`` or ``WRITE_FAILED``; ``path`` is then unchanged.
@@ -394,42 +421,30 @@ class SafeFile:
 
         Returns the offset the data was written at and the file's stat after the write.
         """
-        created = not check_path(self.path)
-        fd = _open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        try:
-            start = os.fstat(fd).st_size
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-                after = os.fstat(fd)
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, start)
-                    os.fsync(fd)
-                raise _io_error(self.path, "appending", exc) from None
-        finally:
-            os.close(fd)
-        if created:
-            try:
-                fsync_dir(self.path.parent)
-            except OSError as exc:
-                raise _io_error(self.path.parent, "syncing the directory", exc) from None
-        return start, after
+        return _append_synced(self.path, data, "appending")
 
     def quarantine(self, lines: list[bytes]) -> None:
-        """Append lines verbatim to ``<file>.corrupt`` (never overwritten) and fsync."""
+        """Append lines verbatim to ``<file>.corrupt`` (never overwritten) and fsync; on a
+        failure ``.corrupt`` is cut back to where it was and ``WRITE_FAILED`` is raised.
+        """
         if not lines:
             return
         data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
-        fd = _open_private(self.corrupt_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            except OSError as exc:
-                raise _io_error(self.corrupt_path, "quarantining", exc) from None
-        finally:
-            os.close(fd)
+        _append_synced(self.corrupt_path, data, "quarantining")
+
+    def remove_stale_temporaries(self) -> None:
+        """Delete temporaries of this file and its backup left by a writer that died in the
+        middle of a replace (lock held: no live writer has one open). They may hold text that
+        a forget has since erased.
+        """
+        for name in os.listdir(self.path.parent):
+            if name.endswith(".tmp") and name.startswith(
+                (f".{self.path.name}.", f".{self.bak_path.name}.")
+            ):
+                stale = self.path.parent / name
+                with contextlib.suppress(FileNotFoundError):
+                    if stat.S_ISREG(os.lstat(stale).st_mode):
+                        os.unlink(stale)
 
     def drop_torn_tail(self) -> bytes | None:
         """With the lock held: a last line without a newline was left by a crashed writer.

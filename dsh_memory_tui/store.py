@@ -542,6 +542,7 @@ class MemoryStore:
         if max_bytes is not None and len(new_data) > max_bytes:
             raise self._too_large(view, "would still be over 8 MiB after this rewrite")
         view.safe.quarantine(quarantine)
+        view.safe.remove_stale_temporaries()
         view.safe.replace(new_data, backup=_join(backup))
         view.refresh()
         torn = 1 if data[end:] else 0
@@ -562,8 +563,11 @@ class MemoryStore:
         type and content (then nothing is written and that record's id is returned).
         """
 
+        # Built before taking the lock when the scopeKey is known: less time holding it.
+        ready = make(file.scope_key) if file.scope_key is not None else None
+
         def build(view: FileView) -> tuple[list[Record], WriteResult]:
-            record = make(view.scope_key or file.scope_key or "")
+            record = ready or make(view.scope_key or "")
             existing = view.find_duplicate(record.type, record.contentHash)
             if existing is not None:
                 return [], WriteResult(existing.id, False, existing)

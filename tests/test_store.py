@@ -745,3 +745,16 @@ def test_check_reports_an_unsafe_path(alice_store: MemoryStore, tmp_path: Path) 
     assert [(p.path, p.kind) for p in report.problems if p.kind == "unsafe"] == [(path, "unsafe")]
     assert not report.clean
     assert os.readlink(bak) == str(tmp_path / "target")
+
+
+def test_forget_removes_temporaries_a_crashed_rewrite_left(alice_store: MemoryStore) -> None:
+    result = alice_store.create("project", "fact", "t", "temporary secret QWERTY")
+    directory = project_path(alice_store).parent
+    for name in (".records.jsonl.4242.dead.tmp", ".records.jsonl.bak.4242.dead.tmp"):
+        (directory / name).write_bytes(b"temporary secret QWERTY\n")
+    (directory / ".shared.jsonl.4242.dead.tmp").write_bytes(b"another file's temporary\n")
+    alice_store.forget(result.id)
+    assert sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp")) == [
+        ".shared.jsonl.4242.dead.tmp",
+    ]
+    assert b"QWERTY" not in store_dir_bytes(directory)
