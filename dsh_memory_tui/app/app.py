@@ -96,6 +96,10 @@ class MemoryApp(App[None]):
         self.index: dict[str, FileView] = {}
         self._sync_pending = False
         self._binding_signature: tuple[bool | None, ...] = ()
+        self._panes: dict[str, RecordPane] = {}
+        self._tabbed: TabbedContent | None = None
+        self._review_label = ""
+        self._status_text = ""
         self._seen: dict[Path, tuple[int, int, int, bool]] = {}
         self.watch_mode = "off"
         self.sync_count = 0
@@ -119,14 +123,23 @@ class MemoryApp(App[None]):
         return lambda r: r.scope is scope and (self.show_inactive or r.status is Status.ACTIVE)
 
     def panes(self) -> list[RecordPane]:
-        return list(self.query(RecordPane))
+        # Composed once and never replaced: look them up once (a DOM query per call adds up).
+        if not self._panes:
+            self._panes = {p.spec.id: p for p in self.query(RecordPane)}
+        return list(self._panes.values())
 
     def pane(self, tab_id: str) -> RecordPane:
-        return self.query_one(f"#pane-{tab_id}", RecordPane)
+        self.panes()
+        return self._panes[tab_id]
 
     @property
     def active_pane(self) -> RecordPane:
-        return self.pane(self.query_one(TabbedContent).active or "review")
+        return self.pane(self._tabs().active or "review")
+
+    def _tabs(self) -> TabbedContent:
+        if self._tabbed is None:
+            self._tabbed = self.query_one(TabbedContent)
+        return self._tabbed
 
     def on_mount(self) -> None:
         self.full_sync()
@@ -235,11 +248,12 @@ class MemoryApp(App[None]):
 
     def _after_sync(self) -> None:
         """Tab counts, banners, the detail pane and the status line."""
-        tabs = self.query_one(TabbedContent)
+        review = self.pane("review")
+        label = f"Review ({len(review.records)})"
+        if label != self._review_label:
+            self._review_label = label
+            self._tabs().get_tab("review").label = label
         for pane in self.panes():
-            n = len(pane.records)
-            label = f"{pane.spec.title} ({n})" if pane.spec.scope is None else pane.spec.title
-            tabs.get_tab(pane.spec.id).label = label
             pane.set_banner(self._banner(pane.spec.scope))
         self._show_detail(self.active_pane)
         self._status()
@@ -285,7 +299,10 @@ class MemoryApp(App[None]):
             parts.append("showing archived/forgotten")
         if self.demo:
             parts.append("DEMO")
-        self.query_one("#status-line", Static).update("  ·  ".join(parts))
+        text = "  ·  ".join(parts)
+        if text != self._status_text:
+            self._status_text = text
+            self.query_one("#status-line", Static).update(text)
 
     # ------------------------------------------------------------------ watching
 
@@ -476,9 +493,11 @@ class MemoryApp(App[None]):
                                       confirm_shared=confirmed)
             pane.table.clear_marks()
 
+        # A single review action shows itself in the table; a toast per key press would cost
+        # more than the write. A batch says how many it changed.
         n = len(records)
-        what = f"{n} records" if n > 1 else f"“{records[0].title}”"
-        self.run_write([r.scope for r in records], write, f"{action.value}: {what}")
+        done = f"{action.value}: {n} records" if n > 1 else None
+        self.run_write([r.scope for r in records], write, done)
 
     def action_verify(self) -> None:
         self._review(Action.VERIFY)

@@ -132,6 +132,7 @@ class RecordPane(Vertical):
         # Only the visible tab keeps its table current; the others render when first shown.
         self.visible = spec.id == "review"
         self.stale = False
+        self._banner_text = ""
 
     @property
     def grouped(self) -> bool:
@@ -157,6 +158,9 @@ class RecordPane(Vertical):
         return self.query_one(DetailPane)
 
     def set_banner(self, text: str) -> None:
+        if text == self._banner_text:
+            return  # an unchanged banner must not cost a relayout
+        self._banner_text = text
         banner = self.query_one(".banner", Static)
         banner.update(text)
         banner.set_class(not text, "hidden")
