@@ -456,6 +456,7 @@ class MemoryStore:
         """
         self._require_confirmation(file, confirm_shared)
         view = self.view(file)
+        view.refresh()  # catch up before the lock: under it, only the last lines are left
         with view.safe.locked():
             view.refresh()
             records, result = build(view)
