@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, NoReturn, TextIO
 
 from .errors import StoreError
 from .model import Record, Scope, SourceRef
+from .present import describe_changes, when
 from .store import Action, MemoryStore, Session
 
 SCOPE_NAMES = [s.value for s in Scope]
@@ -58,10 +59,6 @@ def _session(args: argparse.Namespace) -> Session | None:
 # ------------------------------------------------------------------------- printing
 
 
-def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-
-
 def _table(rows: Sequence[Sequence[str]], headers: Sequence[str], out: TextIO) -> None:
     widths = [len(h) for h in headers]
     for row in rows:
@@ -79,34 +76,13 @@ def _print_records(records: Sequence[Record], out: TextIO) -> None:
     rows = [
         (
             r.id, r.scope.value, r.type.value, r.status.value, r.governance.verification.value,
-            r.governance.origin.value, str(r.governance.revision), _when(r.updatedAt),
+            r.governance.origin.value, str(r.governance.revision), when(r.updatedAt),
             r.title.replace("\n", " ")[:60],
         )
         for r in records
     ]
     _table(rows, ("ID", "SCOPE", "TYPE", "STATUS", "VERIFICATION", "ORIGIN", "REV", "UPDATED",
                   "TITLE"), out)
-
-
-def describe_changes(old: Record | None, new: Record) -> list[str]:
-    """What a revision changed, field by field, in words."""
-    if old is None:
-        return ["created"]
-    out: list[str] = []
-    for name in ("title", "type", "status", "tags", "content"):
-        a, b = getattr(old, name), getattr(new, name)
-        if a != b:
-            if name == "content":
-                out.append("content changed")
-            else:
-                show = (lambda v: ", ".join(v) or "(none)") if name == "tags" else str
-                out.append(f"{name}: {show(a)} -> {show(b)}")
-    ga, gb = old.governance, new.governance
-    if ga.verification != gb.verification:
-        out.append(f"verification: {ga.verification.value} -> {gb.verification.value}")
-    if gb.reviewNote and gb.reviewNote != ga.reviewNote:
-        out.append(f"note: {gb.reviewNote}")
-    return out or ["no visible change"]
 
 
 def _print_record(record: Record, history: Sequence[Record] | None, out: TextIO) -> None:
@@ -118,11 +94,11 @@ def _print_record(record: Record, history: Sequence[Record] | None, out: TextIO)
         f"title:        {record.title}",
         f"status:       {record.status.value}",
         f"verification: {g.verification.value}"
-        + (f" at {_when(g.verifiedAt)}" if g.verifiedAt else ""),
+        + (f" at {when(g.verifiedAt)}" if g.verifiedAt else ""),
         f"origin:       {g.origin.value}",
         f"revision:     {g.revision}",
         f"retention:    {g.retention.value}",
-        f"created:      {_when(record.createdAt)}   updated: {_when(record.updatedAt)}",
+        f"created:      {when(record.createdAt)}   updated: {when(record.updatedAt)}",
         f"tags:         {', '.join(record.tags) or '(none)'}",
         f"provenance:   {record.provenance.kind.value}"
         + (f" session {record.provenance.sessionId}" if record.provenance.sessionId else "")
@@ -140,7 +116,7 @@ def _print_record(record: Record, history: Sequence[Record] | None, out: TextIO)
         prev: Record | None = None
         for version in history:
             changes = "; ".join(describe_changes(prev, version))
-            print(f"  r{version.governance.revision}  {_when(version.updatedAt)}  {changes}",
+            print(f"  r{version.governance.revision}  {when(version.updatedAt)}  {changes}",
                   file=out)
             prev = version
 
@@ -258,11 +234,16 @@ def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
 
     plan = plan_import(store, args.file, args.scope, session=_session(args))
     for bad in plan.invalid:
-        print(f"invalid record #{bad.index} ({bad.id or 'no id'}): {bad.reason}",
+        print(f"invalid: records[{bad.index}] ({bad.id or 'no id'}): {bad.reason}",
               file=sys.stderr)
     print(f"plan for {plan.target.path}: {len(plan.new)} new, {len(plan.duplicates)} "
           f"duplicate, {len(plan.invalid)} invalid")
     if args.dry_run:
+        for index, record in zip(plan.new_indexes, plan.new, strict=True):
+            print(f"  new        records[{index}]  {record.type.value:<10}  {record.title}")
+        for dup in plan.duplicates:
+            print(f"  duplicate  records[{dup.index}]  same as {dup.existing_id}")
+        print("dry run: nothing written")
         return 0
     result = apply_import(store, plan, strict=args.strict, confirm_shared=args.yes_shared)
     print(f"imported {len(result.written)} record(s)")
@@ -410,6 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if os.environ.get("DSH_DEBUG") == "1":
+            # The auto-writer and the store skip failures quietly; this shows why.
+            logging.basicConfig(format="debug: %(name)s: %(message)s")
+            logging.getLogger("dsh_memory_tui").setLevel(logging.DEBUG)
         if getattr(args, "follow", False) and not args.events:
             raise UsageError("--follow needs --events FILE")
         store = MemoryStore.open(args.home, args.workspace, args.user)
