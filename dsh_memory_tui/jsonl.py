@@ -27,7 +27,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
 # filelock polls a held lock; its default (50 ms) starves waiters while one writer appends in a
 # loop. Each poll is one non-blocking flock call.
-LOCK_POLL_S = 0.001
+LOCK_POLL_S = 0.002
 
 
 def _unsafe(path: Path, why: str) -> StoreError:
