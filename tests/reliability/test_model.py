@@ -237,7 +237,8 @@ class StoreMachine(RuleBasedStateMachine):
         call()
         if new is not None:
             self._after_write(key, rid, new)
-            COUNTS[f"{action}s"] += 1
+            COUNTS[{"verify": "verifications", "reject": "rejections", "archive": "archives",
+                    "restore": "restores"}[action]] += 1
 
     @precondition(lambda self: self._visible())
     @rule(data=st.data())
