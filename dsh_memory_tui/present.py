@@ -1,4 +1,4 @@
-"""Words for records, shared by the CLI and the app: times, short labels, what a revision changed."""
+"""Words for records shared by the CLI and the app: times, labels, what a revision changed."""
 
 from __future__ import annotations
 

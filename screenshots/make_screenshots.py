@@ -9,7 +9,6 @@ does.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import sys
@@ -27,6 +26,7 @@ from dsh_memory_tui.app.screens.bundles import ImportDialog  # noqa: E402
 from dsh_memory_tui.app.screens.form import RecordForm  # noqa: E402
 from dsh_memory_tui.model import Scope  # noqa: E402
 from dsh_memory_tui.store import MemoryStore  # noqa: E402
+from tests.app.helpers import pad_past_cap  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
 SIZE = (110, 34)
@@ -39,20 +39,6 @@ def copy_fixtures(root: Path) -> tuple[Path, Path]:
     for directory, _dirs, _files in os.walk(dest):
         os.chmod(directory, 0o700)
     return dest / "home", dest / "workspace"
-
-
-def pad_past_cap(workspace: Path) -> None:
-    data = workspace / ".dsh" / "workspace-memory" / "records.jsonl"
-    line = json.loads(data.read_bytes().splitlines()[2])
-    chunks, size, i = [], data.stat().st_size, 0
-    while size <= 8 * 1024 * 1024:
-        line["id"] = f"memory:agent:convention:{i:032x}"
-        raw = json.dumps(line, separators=(",", ":")).encode() + b"\n"
-        chunks.append(raw)
-        size += len(raw)
-        i += 1
-    with open(data, "ab") as f:
-        f.write(b"".join(chunks))
 
 
 async def wait_until(pilot, condition, timeout: float = 10.0) -> None:

@@ -28,6 +28,26 @@ async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float
         await pilot.pause(0.02)
 
 
+def pad_past_cap(workspace: Path) -> Path:
+    """Append valid copies of the fixture's proposal (new ids) to the project file until it is
+    over 8 MiB, so the store treats it as read-only. Returns the file.
+    """
+    import json
+
+    data = workspace / ".dsh" / "workspace-memory" / "records.jsonl"
+    line = json.loads(data.read_bytes().splitlines()[2])
+    chunks, size, i = [], data.stat().st_size, 0
+    while size <= 8 * 1024 * 1024:
+        line["id"] = f"memory:agent:convention:{i:032x}"
+        raw = json.dumps(line, separators=(",", ":")).encode() + b"\n"
+        chunks.append(raw)
+        size += len(raw)
+        i += 1
+    with open(data, "ab") as f:
+        f.write(b"".join(chunks))
+    return data
+
+
 def screen_text(app: MemoryApp) -> str:
     """Everything on screen as plain text (the SVG screenshot's text)."""
     import re

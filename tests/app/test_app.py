@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -14,7 +13,16 @@ from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.model import Scope, Status, Verification
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, goto, make_app, screen_text, table_keys, table_titles, wait_for
+from .helpers import (
+    SIZE,
+    goto,
+    make_app,
+    pad_past_cap,
+    screen_text,
+    table_keys,
+    table_titles,
+    wait_for,
+)
 
 PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"  # "Run ruff..."
 PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
@@ -279,20 +287,7 @@ async def test_quarantine_and_newer_schema_lines_are_reported(fixture_home):
 
 async def test_read_only_file_shows_a_banner_and_disables_writes(fixture_home):
     home, ws = fixture_home
-    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
-    # Pad the file past 8 MiB with valid copies of a proposal (new ids).
-    line = json.loads(data.read_bytes().splitlines()[2])
-    lines = []
-    size = data.stat().st_size
-    i = 0
-    while size <= 8 * 1024 * 1024:
-        line["id"] = f"memory:agent:convention:{i:032x}"
-        raw = json.dumps(line, separators=(",", ":")).encode() + b"\n"
-        lines.append(raw)
-        size += len(raw)
-        i += 1
-    with open(data, "ab") as f:
-        f.write(b"".join(lines))
+    data = pad_past_cap(ws)
     before = data.read_bytes()
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
