@@ -162,3 +162,16 @@ async def test_polling_fallback_is_used_and_shown(fixture_home, monkeypatch):
         """)
         new_id = out.stdout.strip()
         await wait_for(pilot, lambda: new_id in table_keys(app, "review"), what="the new row")
+
+
+async def test_a_deleted_session_file_disappears(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
+        await goto(pilot, app, "session")
+        assert "group:session-abc|root-xyz" in table_keys(app, "session")
+        for path in (home / "workspace-memory" / "sessions").glob("*.jsonl"):
+            path.unlink()
+        await wait_for(pilot, lambda: table_keys(app, "session") == [],
+                       what="the session group to go")
