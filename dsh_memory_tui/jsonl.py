@@ -78,8 +78,11 @@ def check_dir(path: Path) -> bool:
     return True
 
 
-def ensure_dir(path: Path) -> None:
-    """Create ``path`` and missing parents 0700 (whatever the umask), then check it."""
+def ensure_dir(path: Path, root: Path | None = None) -> None:
+    """Create ``path`` and missing parents 0700 (whatever the umask), then check it, and with
+    a ``root``, every directory between ``root`` and ``path`` too: a symlink there (a cloned
+    project's ``.dsh -> elsewhere``) would send our writes outside the tree. ``UNSAFE_PATH``.
+    """
     missing: list[Path] = []
     p = path
     while not os.path.lexists(p):
@@ -94,6 +97,10 @@ def ensure_dir(path: Path) -> None:
             raise _io_error(d, "creating the directory", exc) from None
         os.chmod(d, DIR_MODE)
     check_dir(path)
+    if root is not None and path.is_relative_to(root):
+        for parent in path.relative_to(root).parents:
+            if parent != Path("."):
+                check_dir(root / parent)
 
 
 def fsync_dir(path: Path) -> None:
@@ -354,8 +361,9 @@ class TailReader:
 class SafeFile:
     """One data file with its ``.lock``, ``.bak`` and ``.corrupt`` neighbours."""
 
-    def __init__(self, path: Path, lock_timeout: float) -> None:
+    def __init__(self, path: Path, lock_timeout: float, root: Path | None = None) -> None:
         self.path = path
+        self.root = root  # directories below it are checked too (see ensure_dir)
         self.lock_path = path.with_name(path.name + ".lock")
         self.bak_path = path.with_name(path.name + ".bak")
         self.corrupt_path = path.with_name(path.name + ".corrupt")
@@ -381,7 +389,7 @@ class SafeFile:
         Creates the directory (0700) and the lock file (0600) if needed; ``UNSAFE_PATH`` if
         any of the file's paths is unsafe (checked before and after waiting for the lock).
         """
-        ensure_dir(self.path.parent)
+        ensure_dir(self.path.parent, self.root)
         self.check_paths()
         if not check_path(self.lock_path):
             os.close(_open_private(self.lock_path, os.O_WRONLY | os.O_CREAT))

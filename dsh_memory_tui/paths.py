@@ -54,6 +54,7 @@ class StoreFile:
     path: Path
     scope: Scope
     scope_key: str | None  # None for a session file found on disk whose key is not known yet
+    root: Path | None = None  # the home or workspace: no directory below it may be a symlink
 
     @property
     def location(self) -> Location:
@@ -101,22 +102,23 @@ class StorePaths:
 
     def session_file(self, session_id: str, root_id: str) -> StoreFile:
         key = session_scope_key(session_id, root_id)
-        return StoreFile(self.sessions_dir / f"{sha256_hex(key)}.jsonl", Scope.SESSION, key)
+        return StoreFile(self.sessions_dir / f"{sha256_hex(key)}.jsonl", Scope.SESSION, key,
+                         self.home)
 
     def session_file_at(self, path: Path) -> StoreFile:
         """A session file found on disk; its scopeKey is learned from its records."""
-        return StoreFile(path, Scope.SESSION, None)
+        return StoreFile(path, Scope.SESSION, None, self.home)
 
     def project_file(self) -> StoreFile:
         path = self.workspace_memory_dir / "records.jsonl"
-        return StoreFile(path, Scope.PROJECT, self.workspace_key)
+        return StoreFile(path, Scope.PROJECT, self.workspace_key, self.workspace)
 
     def shared_file(self) -> StoreFile:
         path = self.workspace_memory_dir / "shared.jsonl"
-        return StoreFile(path, Scope.SHARED, self.workspace_key)
+        return StoreFile(path, Scope.SHARED, self.workspace_key, self.workspace)
 
     def user_file(self) -> StoreFile:
-        return StoreFile(self.home_memory_dir / "user.jsonl", Scope.USER, self.user_id)
+        return StoreFile(self.home_memory_dir / "user.jsonl", Scope.USER, self.user_id, self.home)
 
     def scope_file(self, scope: Scope) -> StoreFile:
         """The file of a non-session scope."""

@@ -90,7 +90,7 @@ class FileView:
     def __init__(self, file: StoreFile, user_id: str, timeout: float) -> None:
         self.file = file
         self.user_id = user_id
-        self.safe = SafeFile(file.path, timeout)
+        self.safe = SafeFile(file.path, timeout, file.root)
         self.reader = TailReader(file.path)
         self._clear()
 

@@ -758,3 +758,17 @@ def test_forget_removes_temporaries_a_crashed_rewrite_left(alice_store: MemorySt
         ".shared.jsonl.4242.dead.tmp",
     ]
     assert b"QWERTY" not in store_dir_bytes(directory)
+
+
+def test_a_symlinked_dsh_directory_in_the_workspace_is_refused(tmp_path):
+    """A cloned project carrying `.dsh -> elsewhere` must not make us write elsewhere."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "workspace-memory").mkdir(parents=True, mode=0o700)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".dsh").symlink_to(elsewhere)
+    store = MemoryStore.open(tmp_path / "home", ws, "alice")
+    with pytest.raises(StoreError) as exc:
+        store.create("project", "fact", "t", "c")
+    assert exc.value.code == "UNSAFE_PATH"
+    assert list((elsewhere / "workspace-memory").iterdir()) == []
