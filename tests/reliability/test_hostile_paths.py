@@ -100,10 +100,11 @@ def _run_ops(site: Site, rid: str, plant: Callable[[], None] | None = None) -> d
 def _hostile_target(kind: str, site: Site, outside: Path) -> tuple[Path, Path]:
     """Where to put the hostile entry, and a real target outside holding a valid copy."""
     files = neighbours(site.project)
-    if kind == "directory":
-        target = outside / "memory-dir-copy"
-        shutil.copytree(site.project.parent, target, symlinks=True)
-        return site.project.parent, target
+    if kind in ("directory", "parent directory"):
+        path = site.project.parent if kind == "directory" else site.workspace / ".dsh"
+        target = outside / "dir-copy"
+        shutil.copytree(path, target, symlinks=True)
+        return path, target
     target = outside / f"victim-{kind}"
     target.write_bytes(site.project.read_bytes())
     os.chmod(target, 0o644)
@@ -112,15 +113,16 @@ def _hostile_target(kind: str, site: Site, outside: Path) -> tuple[Path, Path]:
     return files[kind], target
 
 
-KINDS = ["data", "lock", "bak", "corrupt", "temporary", "directory"]
+KINDS = ["data", "lock", "bak", "corrupt", "temporary", "directory", "parent directory"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_symlink_in_place_of_a_store_path_is_refused_and_target_unchanged(
     kind: str, tmp_path: Path, figures: Figures
 ) -> None:
-    """A symlink at the data file, .lock, .bak, .corrupt, a temporary or the store directory
-    (pointing at a valid copy of the data outside): every write is refused with UNSAFE_PATH,
+    """A symlink at the data file, .lock, .bak, .corrupt, a temporary, the store directory or
+    a directory above it (`<workspace>/.dsh`), pointing at a valid copy of the data outside:
+    every write is refused with UNSAFE_PATH,
     check --repair reports it unsafe and repairs nothing, the target and the link are
     unchanged, and nothing hangs.
     """
@@ -129,7 +131,7 @@ def test_symlink_in_place_of_a_store_path_is_refused_and_target_unchanged(
     outside = tmp_path / "outside"
     outside.mkdir(mode=0o700)
     path, target = _hostile_target(kind, site, outside)
-    if kind == "directory":
+    if kind in ("directory", "parent directory"):
         shutil.rmtree(path)
     elif kind != "temporary":
         path.unlink(missing_ok=True)
