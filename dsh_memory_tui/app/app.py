@@ -11,6 +11,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
 from ..errors import StoreError
@@ -23,6 +24,7 @@ from .screens.form import FormResult, RecordForm
 from .widgets.record_table import RecordTable
 
 EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
+DETAIL_DELAY_S = 0.06
 WRITE_ACTIONS = {"verify", "reject", "archive", "restore", "forget", "edit", "copy"}
 
 # (key, action, description, shown in footer)
@@ -99,6 +101,7 @@ class MemoryApp(App[None]):
         self._panes: dict[str, RecordPane] = {}
         self._tabbed: TabbedContent | None = None
         self._review_label = ""
+        self._detail_timer: Timer | None = None
         self._status_text = ""
         self._seen: dict[Path, tuple[int, int, int, bool]] = {}
         self.watch_mode = "off"
@@ -334,7 +337,11 @@ class MemoryApp(App[None]):
     def _cursor_moved(self, event: RecordTable.CursorMoved) -> None:
         pane = self._pane_of(event.table)
         if pane is not None and pane is self.active_pane:
-            self._show_detail(pane)
+            # Holding an arrow key moves through many rows: draw the detail pane (its layout
+            # is most of a move's cost) once the cursor rests.
+            if self._detail_timer is not None:
+                self._detail_timer.stop()
+            self._detail_timer = self.set_timer(DETAIL_DELAY_S, lambda: self._show_detail(pane))
         self._update_bindings()
 
     @on(RecordTable.MarksChanged)

@@ -375,3 +375,17 @@ async def test_command_palette_offers_every_action(fixture_home):
         await pilot.press(*"Verify")
         await pilot.pause(0.3)
         assert "Verify (v)" in screen_text(app)
+
+
+async def test_detail_pane_follows_the_cursor_once_it_rests(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        table = app.pane("project").table
+        first = table.cursor_key
+        await wait_for(pilot, lambda: app.pane("project").detail.shown[0] == first)
+        await pilot.press("down", "down")
+        second = table.cursor_key
+        assert second != first
+        await wait_for(pilot, lambda: app.pane("project").detail.shown[0] == second)
+        assert app.pane("project").detail.shown[1] == app.record(second).governance.revision

@@ -36,7 +36,7 @@ def test_project_record_detail_with_history(snap_compare, fixture_home):
     async def select(pilot: Pilot) -> None:
         await goto(pilot, app, "project")
         app.pane("project").table.move_cursor_to_key(DECISION)
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.pane("project").detail.shown == (DECISION, 2))
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=select)
 
@@ -47,6 +47,7 @@ def test_edit_form_with_validation_error(snap_compare, fixture_home):
     async def edit(pilot: Pilot) -> None:
         await goto(pilot, app, "project")
         app.pane("project").table.move_cursor_to_key(DECISION)
+        await wait_for(pilot, lambda: app.pane("project").detail.shown == (DECISION, 2))
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
         app.screen.query_one("#title", Input).value = ""
