@@ -256,14 +256,16 @@ class MemoryApp(App[None]):
         if label != self._review_label:
             self._review_label = label
             self._tabs().get_tab("review").label = label
+        views = self.store.views(refresh=False)  # one directory listing for every banner
         for pane in self.panes():
-            pane.set_banner(self._banner(pane.spec.scope))
+            scope = pane.spec.scope
+            pane.set_banner(self._banner([v for v in views if scope in (None, v.scope)]))
         self._show_detail(self.active_pane)
         self._status()
 
-    def _banner(self, scope: Scope | None) -> str:
+    def _banner(self, views: list[FileView]) -> str:
         lines: list[str] = []
-        for view in self.store.views(scope, refresh=False):
+        for view in views:
             name = view.path.name
             if view.read_only:
                 lines.append(
