@@ -343,7 +343,7 @@ class MemoryApp(App[None]):
             # is most of a move's cost) once the cursor rests.
             if self._detail_timer is not None:
                 self._detail_timer.stop()
-            self._detail_timer = self.set_timer(DETAIL_DELAY_S, lambda: self._show_detail(pane))
+            self._detail_timer = pane.set_timer(DETAIL_DELAY_S, lambda: self._rested(pane))
         self._update_bindings()
 
     @on(RecordTable.MarksChanged)
@@ -361,6 +361,11 @@ class MemoryApp(App[None]):
         pane.table.focus()
         self._status()
         self._update_bindings()
+
+    def _rested(self, pane: RecordPane) -> None:
+        # The timer may fire while the app is closing and the pane's children are gone.
+        if pane.is_attached and pane.query(RecordTable):
+            self._show_detail(pane)
 
     def _update_bindings(self) -> None:
         """Refresh the footer only when an action's availability changed: a footer rebuild
