@@ -83,3 +83,9 @@ async def goto(pilot: Pilot, app: MemoryApp, tab: str) -> None:
     await pilot.press(TAB_KEYS[tab])
     await wait_for(pilot, lambda: app.query_one(TabbedContent).active == tab, what=f"tab {tab}")
     await pilot.pause()
+
+
+async def select(pilot: Pilot, app: MemoryApp, tab: str, key: str) -> None:
+    """Go to ``tab`` and put the cursor on the record ``key``."""
+    await goto(pilot, app, tab)
+    assert app.pane(tab).table.move_cursor_to_key(key), key

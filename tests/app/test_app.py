@@ -19,6 +19,7 @@ from .helpers import (
     make_app,
     pad_past_cap,
     screen_text,
+    select,
     table_keys,
     table_titles,
     wait_for,
@@ -127,8 +128,7 @@ async def test_edit_keeps_the_id_and_bumps_the_revision(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+        await select(pilot, app, "project", DECISION)
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
         app.screen.query_one("#title", Input).value = "Use PostgreSQL 17"
@@ -143,8 +143,7 @@ async def test_edit_conflict_is_reported_and_the_newer_version_can_be_reloaded(f
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+        await select(pilot, app, "project", DECISION)
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
         # Another reviewer edits the same record meanwhile.
@@ -194,8 +193,7 @@ async def test_shared_write_asks_for_confirmation_naming_the_file(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await goto(pilot, app, "shared")
-        app.pane("shared").table.move_cursor_to_key(SHARED)
+        await select(pilot, app, "shared", SHARED)
         await pilot.press("v")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         assert "shared.jsonl" in screen_text(app)
@@ -213,8 +211,7 @@ async def test_archive_hides_and_restore_brings_back(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+        await select(pilot, app, "project", DECISION)
         await pilot.press("a")
         await wait_for(pilot, lambda: DECISION not in table_keys(app, "project"))
         await pilot.press("A")  # show archived/forgotten
@@ -229,8 +226,7 @@ async def test_forget_asks_then_erases_the_text_from_the_directory(fixture_home)
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+        await select(pilot, app, "project", DECISION)
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.click("#yes")
@@ -245,8 +241,7 @@ async def test_copy_to_scope_says_who_will_see_it(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+        await select(pilot, app, "project", DECISION)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, CopyDialog))
         text = screen_text(app)

@@ -13,7 +13,7 @@ from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.app.watcher import data_file_filter
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, goto, make_app, table_keys, wait_for
+from .helpers import SIZE, goto, make_app, select, table_keys, wait_for
 
 REPO = Path(__file__).parents[2]
 PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
@@ -124,8 +124,7 @@ async def test_form_learns_of_a_change_underneath_on_save(fixture_home):
     app = make_app(home, ws, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+        await select(pilot, app, "project", DECISION)
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
         form = app.screen

@@ -11,7 +11,7 @@ from textual.widgets import Input
 
 from dsh_memory_tui.app.screens.form import RecordForm
 
-from .helpers import goto, make_app, wait_for
+from .helpers import goto, make_app, select, wait_for
 
 DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
 
@@ -33,20 +33,18 @@ def test_review_queue_200x60_light(snap_compare, fixture_home):
 def test_project_record_detail_with_history(snap_compare, fixture_home):
     app = make_app(*fixture_home)
 
-    async def select(pilot: Pilot) -> None:
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+    async def choose(pilot: Pilot) -> None:
+        await select(pilot, app, "project", DECISION)
         await wait_for(pilot, lambda: app.pane("project").detail.shown == (DECISION, 2))
 
-    assert snap_compare(app, terminal_size=(120, 36), run_before=select)
+    assert snap_compare(app, terminal_size=(120, 36), run_before=choose)
 
 
 def test_edit_form_with_validation_error(snap_compare, fixture_home):
     app = make_app(*fixture_home)
 
     async def edit(pilot: Pilot) -> None:
-        await goto(pilot, app, "project")
-        app.pane("project").table.move_cursor_to_key(DECISION)
+        await select(pilot, app, "project", DECISION)
         await wait_for(pilot, lambda: app.pane("project").detail.shown == (DECISION, 2))
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
