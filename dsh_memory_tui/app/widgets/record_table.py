@@ -26,6 +26,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from .scrolling import set_virtual_size
+
 __all__ = ["Column", "RecordTable", "Row"]
 
 _GUTTER_WIDTH = 2
@@ -43,6 +45,10 @@ _NEW = 8
 # One cached strip per row key; a full scroll through 20,000 rows would otherwise keep them
 # all, so the cache is simply dropped when it grows past this (re-rendering a screen is cheap).
 _STRIP_CACHE_LIMIT = 4096
+
+# A stale index entry is searched for this many inserts/deletes around its old place before
+# the whole stale tail of the index is rebuilt.
+_NEAR_SEARCH_LIMIT = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +168,11 @@ class RecordTable(ScrollView, can_focus=True):
     empty_message: reactive[str] = reactive("No records")
     """Shown centered when the table has no rows."""
 
+    reported_key: reactive[str | None] = reactive(None, repaint=False, init=False)
+    """The key under the cursor, set whenever CursorMoved is posted. ``watch`` it to follow the
+    cursor in the same frame: the message reaches an ancestor several message hops later,
+    often after the screen has already drawn the move once."""
+
     class CursorMoved(Message):
         """The row under the cursor changed; `key` is None when the table became empty."""
 
@@ -230,12 +241,12 @@ class RecordTable(ScrollView, can_focus=True):
         self._columns = tuple(columns)
         self._rows: list[Row] = []
         # key -> index. Entries for rows at or after _index_valid_to may be stale after an
-        # insert or remove; _position() repairs them lazily so a burst of upserts at the top
-        # costs one O(n) pass instead of one per upsert.
+        # insert or remove; _position() finds them nearby or repairs them lazily, so a burst of
+        # upserts or removals at the top costs one O(n) pass at most instead of one each.
         self._index: dict[str, int] = {}
         self._index_valid_to = 0
+        self._edits_since_repair = 0
         self._cursor = 0
-        self._reported_cursor_key: str | None = None
         self._marks: set[str] = set()
         # key -> flash batch token; a batch's timer only clears keys not re-flashed since.
         self._flash_tokens: dict[str, int] = {}
@@ -309,6 +320,7 @@ class RecordTable(ScrollView, can_focus=True):
         self._rows = new_rows
         self._index = new_index
         self._index_valid_to = len(new_rows)
+        self._edits_since_repair = 0
         if cursor_key is not None and cursor_key in new_index:
             self._cursor = new_index[cursor_key]
         else:
@@ -639,13 +651,23 @@ class RecordTable(ScrollView, can_focus=True):
         position = self._index.get(key)
         if position is None:
             return None
-        if position < len(self._rows) and self._rows[position].key == key:
+        rows = self._rows
+        if position < len(rows) and rows[position].key == key:
             return position
         index = self._index
-        rows = self._rows
+        # Every entry was right at the last repair and each insert or delete since moved it
+        # by at most one: look that far around it before repairing the whole tail. Verifying
+        # row after row at the top of 20,000 would otherwise repair 20,000 entries each time.
+        drift = self._edits_since_repair
+        if drift <= _NEAR_SEARCH_LIMIT:
+            for near in range(max(0, position - drift), min(len(rows), position + drift + 1)):
+                if rows[near].key == key:
+                    index[key] = near
+                    return near
         for repaired in range(self._index_valid_to, len(rows)):
             index[rows[repaired].key] = repaired
         self._index_valid_to = len(rows)
+        self._edits_since_repair = 0
         return index[key]
 
     def _index_or_end(self, key: str) -> int:
@@ -659,6 +681,7 @@ class RecordTable(ScrollView, can_focus=True):
         had_rows = bool(rows)
         rows.insert(position, row)
         self._index[row.key] = position
+        self._edits_since_repair += 1
         if position < len(rows) - 1:
             self._index_valid_to = min(self._index_valid_to, position)
         elif self._index_valid_to == position:
@@ -673,6 +696,7 @@ class RecordTable(ScrollView, can_focus=True):
         del self._index[rows[position].key]
         del rows[position]
         self._index_valid_to = min(self._index_valid_to, position)
+        self._edits_since_repair += 1
         if position < self._cursor:
             self._cursor -= 1
         self._cursor = max(0, min(self._cursor, len(rows) - 1))
@@ -725,9 +749,7 @@ class RecordTable(ScrollView, can_focus=True):
         self._report_cursor()
 
     def _update_virtual_size(self) -> None:
-        size = Size(0, len(self._rows) + 1)
-        if self.virtual_size != size:
-            self.virtual_size = size
+        set_virtual_size(self, Size(0, len(self._rows) + 1))
 
     def _refresh_row(self, position: int) -> None:
         top = self.scroll_offset.y
@@ -755,8 +777,8 @@ class RecordTable(ScrollView, can_focus=True):
 
     def _report_cursor(self) -> None:
         key = self.cursor_key
-        if key != self._reported_cursor_key:
-            self._reported_cursor_key = key
+        if key != self.reported_key:
+            self.reported_key = key
             self.post_message(self.CursorMoved(self, key))
 
     def _report_marks(self) -> None:
