@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,10 @@ from typing import Any
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Input, Static, Tab, TabbedContent, TabPane
 
 from ..errors import StoreError
 from ..jsonl import ensure_dir, read_file
@@ -102,6 +104,9 @@ class MemoryApp(App[None]):
         self._tabbed: TabbedContent | None = None
         self._review_label = ""
         self._detail_timer: Timer | None = None
+        self._last_move = 0.0
+        self._unannounced = 0
+        self._announce_timer: Timer | None = None
         self._status_text = ""
         self._seen: dict[Path, tuple[int, int, int, bool]] = {}
         self.watch_mode = "off"
@@ -145,6 +150,8 @@ class MemoryApp(App[None]):
         return self._tabbed
 
     def on_mount(self) -> None:
+        for pane in self.panes():
+            self.watch(pane.table, "reported_key", self._follower(pane), init=False)
         self.full_sync()
         self.active_pane.table.focus()
         if self.watch_enabled:
@@ -235,11 +242,25 @@ class MemoryApp(App[None]):
         self._announce(queued)
 
     def _announce(self, queued: list[Record]) -> None:
-        fresh = [r for r in queued if r.governance.revision == 1]
-        if fresh:
-            n = len(fresh)
+        """Count new proposals into at most one notification per notification lifetime.
+
+        The first arrival after a quiet spell is announced at once; what arrives while that
+        notification is on screen is told in one more when it expires. An agent proposing
+        every second gets one toast every few seconds instead of a stack of them, and a new
+        record costs a table update rather than a toast's mount and layout each time.
+        """
+        self._unannounced += sum(1 for r in queued if r.governance.revision == 1)
+        if self._announce_timer is None:
+            self._flush_announcements()
+
+    def _flush_announcements(self) -> None:
+        self._announce_timer = None
+        n, self._unannounced = self._unannounced, 0
+        if n:
             self.notify(f"{n} new proposal{'s' if n != 1 else ''} waiting for review",
                         title="Review queue")
+            self._announce_timer = self.set_timer(self.NOTIFICATION_TIMEOUT,
+                                                  self._flush_announcements)
 
     def _session_groups(self) -> dict[str, str]:
         groups: dict[str, str] = {}
@@ -255,7 +276,7 @@ class MemoryApp(App[None]):
         label = f"Review ({len(review.records)})"
         if label != self._review_label:
             self._review_label = label
-            self._tabs().get_tab("review").label = label
+            _relabel(self._tabs().get_tab("review"), label)
         views = self.store.views(refresh=False)  # one directory listing for every banner
         for pane in self.panes():
             scope = pane.spec.scope
@@ -307,7 +328,8 @@ class MemoryApp(App[None]):
         text = "  ·  ".join(parts)
         if text != self._status_text:
             self._status_text = text
-            self.query_one("#status-line", Static).update(text)
+            # One line high whatever it says: no layout needed.
+            self.query_one("#status-line", Static).update(text, layout=False)
 
     # ------------------------------------------------------------------ watching
 
@@ -335,15 +357,26 @@ class MemoryApp(App[None]):
 
     # ------------------------------------------------------------------ selection
 
-    @on(RecordTable.CursorMoved)
-    def _cursor_moved(self, event: RecordTable.CursorMoved) -> None:
-        pane = self._pane_of(event.table)
-        if pane is not None and pane is self.active_pane:
-            # Holding an arrow key moves through many rows: draw the detail pane (its layout
-            # is most of a move's cost) once the cursor rests.
+    def _follower(self, pane: RecordPane) -> Callable[[], None]:
+        return lambda: self._cursor_moved(pane)
+
+    def _cursor_moved(self, pane: RecordPane) -> None:
+        """Watches each table's ``reported_key``: runs as the cursor moves, before the frame
+        that shows the move, so the table and the detail pane are drawn together."""
+        if pane is self.active_pane:
+            # A single move draws the detail pane at once, in the same frame as the table.
+            # Holding an arrow key moves many rows a second: then the pane waits until the
+            # cursor rests instead of being drawn for every row passed.
+            now = time.monotonic()
+            held = now - self._last_move < DETAIL_DELAY_S
+            self._last_move = now
             if self._detail_timer is not None:
                 self._detail_timer.stop()
-            self._detail_timer = pane.set_timer(DETAIL_DELAY_S, lambda: self._rested(pane))
+                self._detail_timer = None
+            if held:
+                self._detail_timer = pane.set_timer(DETAIL_DELAY_S, lambda: self._rested(pane))
+            else:
+                self._show_detail(pane)
         self._update_bindings()
 
     @on(RecordTable.MarksChanged)
@@ -375,12 +408,6 @@ class MemoryApp(App[None]):
         if signature != self._binding_signature:
             self._binding_signature = signature
             self.refresh_bindings()
-
-    def _pane_of(self, table: RecordTable) -> RecordPane | None:
-        for pane in self.panes():
-            if pane.table is table:
-                return pane
-        return None
 
     def _show_detail(self, pane: RecordPane) -> None:
         key = pane.table.cursor_key
@@ -733,3 +760,18 @@ def _count_lines(path: Path) -> int:
 
 
 __all__ = ["MemoryApp"]
+
+
+def _relabel(tab: Tab, label: str) -> None:
+    """Set a tab's label; when the width stays the same (12 -> 11 waiting), repaint the tab
+    without the layout of the whole screen that ``ContentTab.label`` asks for (that layout and
+    the scrollbar repaints that follow it were half of what a verify cost at 20,000 rows).
+    """
+    content = Content(label)
+    if content.cell_length != tab.label.cell_length:
+        tab.label = content
+        return
+    # What the label setter does in Textual 8.2 (pinned), minus the layout and the underline
+    # move a same-width label does not need. tests/app/test_app.py checks the tab shows it.
+    tab._label = content
+    Static.update(tab, content, layout=False)

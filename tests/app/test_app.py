@@ -10,7 +10,7 @@ from textual.widgets import Button, Input, Select, TextArea
 from dsh_memory_tui.app.panes import GROUP_PREFIX
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen
 from dsh_memory_tui.app.screens.form import RecordForm
-from dsh_memory_tui.model import Scope, Status, Verification
+from dsh_memory_tui.model import Scope, SourceRef, Status, Verification
 from dsh_memory_tui.store import MemoryStore
 
 from .helpers import (
@@ -372,15 +372,78 @@ async def test_command_palette_offers_every_action(fixture_home):
         assert "Verify (v)" in screen_text(app)
 
 
-async def test_detail_pane_follows_the_cursor_once_it_rests(fixture_home):
+async def test_a_long_record_scrolls_in_the_detail_pane_from_the_keyboard(fixture_home):
+    home, workspace = fixture_home
+    steps = "\n".join(f"{n}. step number {n} of the runbook" for n in range(1, 61))
+    rid = MemoryStore.open(home, workspace, "alice").create(
+        "project", "convention", "Release runbook", steps).id
+    app = make_app(home, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", rid)
+        detail = app.pane("project").detail
+        await wait_for(pilot, lambda: detail.shown == (rid, 1), what="the runbook shown")
+        assert "Release runbook" in detail.text and "step number 60" in detail.text
+        assert "step number 1 " in screen_text(app)
+        assert "step number 30 " not in screen_text(app)
+        await pilot.press("tab")  # from the table to the detail pane
+        assert app.focused is detail
+        await pilot.press("pagedown", "pagedown")
+        await wait_for(pilot, lambda: "step number 30 " in screen_text(app),
+                       what="the runbook scrolled")
+        await pilot.press("escape", "down")  # back to the table, another record
+        await wait_for(pilot, lambda: detail.shown not in (None, (rid, 1)))
+        assert detail.scroll_y == 0
+
+
+async def test_the_detail_pane_follows_a_theme_change(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        detail = app.pane("review").detail
+        dark = next(iter(detail.render_line(0))).style
+        app.theme = "textual-light"
+        await pilot.pause()
+        light = next(iter(detail.render_line(0))).style
+        assert dark is not None and light is not None
+        assert dark.bgcolor != light.bgcolor
+
+
+async def test_review_count_on_the_tab_when_its_width_changes(fixture_home):
+    home, workspace = fixture_home
+    store = MemoryStore.open(home, workspace, "alice")
+
+    def propose(n: int) -> None:
+        store.propose("project", "fact", f"fact {n}", f"content {n}",
+                      source_refs=[SourceRef(kind="session", id="s1")])
+
+    for n in range(5):  # 4 waiting in the fixture + 5 = 9
+        propose(n)
+    app = make_app(home, workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "Review (9)" in screen_text(app)
+        await pilot.press("v")  # same width: the tab is repainted in place
+        await wait_for(pilot, lambda: "Review (8)" in screen_text(app), what="Review (8)")
+        propose(5)
+        propose(6)
+        app.sync()  # wider: the tab grows to fit
+        await wait_for(pilot, lambda: "Review (10)" in screen_text(app), what="Review (10)")
+        assert str(app.query_one("#tabs").get_tab("review").label) == "Review (10)"
+
+
+async def test_detail_pane_follows_the_cursor_at_once_and_waits_while_a_key_is_held(
+        fixture_home):
     app = make_app(*fixture_home)
     async with app.run_test(size=SIZE) as pilot:
         await goto(pilot, app, "project")
-        table = app.pane("project").table
+        table, detail = app.pane("project").table, app.pane("project").detail
         first = table.cursor_key
-        await wait_for(pilot, lambda: app.pane("project").detail.shown[0] == first)
-        await pilot.press("down", "down")
+        await wait_for(pilot, lambda: detail.shown[0] == first)
+        await pilot.pause(0.1)  # the cursor has rested
+        await pilot.press("down")
         second = table.cursor_key
         assert second != first
-        await wait_for(pilot, lambda: app.pane("project").detail.shown[0] == second)
-        assert app.pane("project").detail.shown[1] == app.record(second).governance.revision
+        await pilot.pause()  # one message cycle: a single move draws the pane at once
+        assert detail.shown == (second, app.record(second).governance.revision)
+        await pilot.press("down", "down")  # a held key: the pane catches up when it rests
+        await wait_for(pilot, lambda: detail.shown[0] == table.cursor_key != second)

@@ -11,6 +11,7 @@ from textual.widgets import Input
 
 from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.app.watcher import data_file_filter
+from dsh_memory_tui.model import SourceRef
 from dsh_memory_tui.store import MemoryStore
 
 from .helpers import SIZE, goto, make_app, select, table_keys, wait_for
@@ -59,6 +60,35 @@ async def test_another_process_append_shows_without_a_key_press(fixture_home):
         assert PATHLIB in table.marked_keys
         assert new_id in table.flashing_keys  # new rows are marked for a few seconds
         assert any("1 new proposal" in n.message for n in app._notifications)
+
+
+async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    app.NOTIFICATION_TIMEOUT = 1.0
+    announced: list[str] = []
+    notify = app.notify
+
+    def recording_notify(message: str, **kwargs: object) -> None:
+        if "new proposal" in message:
+            announced.append(message)
+        notify(message, **kwargs)  # type: ignore[arg-type]
+
+    app.notify = recording_notify  # type: ignore[method-assign]
+    writer = MemoryStore.open(home, ws, "alice")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        for n in range(3):  # three arrivals, each seen on its own (a sync per write)
+            rid = writer.propose("project", "fact", f"Fact {n}", f"Body {n}",
+                                 source_refs=[SourceRef(kind="session", id="other")]).id
+            app.sync()
+            assert rid in table_keys(app, "review")
+        # The first is announced at once, the two that came while it showed in one more.
+        assert announced == ["1 new proposal waiting for review"]
+        await wait_for(pilot, lambda: len(announced) == 2, what="the second notification")
+        assert announced[1] == "2 new proposals waiting for review"
+        await pilot.pause(1.5)  # nothing more arrived: nothing more is said
+        assert len(announced) == 2
 
 
 async def test_compaction_by_another_process_keeps_the_view_and_cursor(fixture_home):

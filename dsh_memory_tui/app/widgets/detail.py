@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from ...model import Record
 from ...present import describe_changes, tags_text, when
+from .scrolling import set_virtual_size
 
 
 def metadata_text(record: Record) -> str:
@@ -60,35 +61,43 @@ def history_text(history: Sequence[Record]) -> str:
     return "\n".join(lines) or "(no history in the file)"
 
 
-class DetailPane(VerticalScroll):
+class DetailPane(ScrollView):
     """Shows one record; ``show(None)`` shows a hint instead.
 
-    One Static holding a Rich group (title, Markdown, metadata, history): re-rendering one
-    widget per cursor move is far cheaper than remounting Textual's Markdown block widgets.
+    A Line-API widget: the record is rendered to strips once, at the pane's width, and the
+    pane only hands out the lines in view. Its size never depends on its content, so showing
+    another record repaints the pane and nothing else: no layout, no second frame (a Static
+    here cost a screen layout, two Rich renders and a scrollbar repaint per cursor move). The
+    scrollbar is always shown so a long record after a short one does not change the width
+    left for text (that too would take a layout).
     """
 
     DEFAULT_CSS = """
-    DetailPane { height: 1fr; }
-    DetailPane > .detail-body { width: 1fr; height: auto; }
+    DetailPane { height: 1fr; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
     """
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.shown: tuple[str, int] | None = None
+        self._content: RenderableType = Text("No record selected", style="dim")
+        self._lines: list[Strip] = []
+        self._rendered_width = -1
 
-    def compose(self) -> ComposeResult:
-        yield Static("", classes="detail-body")
+    @property
+    def text(self) -> str:
+        """What the pane shows, as plain text (for tests and screen readers of the log)."""
+        self._render_lines()
+        return "\n".join(strip.text.rstrip() for strip in self._lines)
 
     def show(self, record: Record | None, history: Sequence[Record] = ()) -> None:
         key = (record.id, record.governance.revision) if record else None
         if key == self.shown and record is not None:
             return
         self.shown = key
-        body = self.query_one(".detail-body", Static)
         if record is None:
-            body.update(Text("No record selected", style="dim"))
+            self._set(Text("No record selected", style="dim"))
             return
-        body.update(Group(
+        self._set(Group(
             Text(record.title or "(forgotten)", style="bold"),
             Text(""),
             RichMarkdown(record.content or "*(no content)*"),
@@ -99,11 +108,51 @@ class DetailPane(VerticalScroll):
             Text("History", style="bold dim"),
             Text.from_markup(history_text(history)),
         ))
-        self.scroll_home(animate=False)
 
     def show_note(self, title: str, lines: Sequence[str]) -> None:
         """Something that is not a record (a session group's header row)."""
         self.shown = None
-        self.query_one(".detail-body", Static).update(
-            Group(Text(title, style="bold"), Text(""), *(Text(line) for line in lines))
-        )
+        self._set(Group(Text(title, style="bold"), Text(""), *(Text(line) for line in lines)))
+
+    def _set(self, content: RenderableType) -> None:
+        self._content = content
+        self._rendered_width = -1
+        self._render_lines()
+        self.scroll_to(y=0, animate=False)
+        self.refresh()
+
+    def _render_lines(self) -> None:
+        """Render the content at the current width (once per content and width)."""
+        width = self.scrollable_content_region.width
+        if width == self._rendered_width:
+            return
+        self._rendered_width = width
+        if width <= 0:
+            self._lines = []
+        else:
+            console = self.app.console
+            options = self.app.console_options.update(width=width, highlight=False)
+            self._lines = [
+                Strip(line, width)
+                for line in console.render_lines(
+                    self._content, options, style=self.rich_style, pad=True
+                )
+            ]
+        set_virtual_size(self, Size(width, len(self._lines)))
+
+    def on_resize(self) -> None:
+        self._render_lines()
+
+    def notify_style_update(self) -> None:
+        # A theme change restyles Markdown and the metadata: render again.
+        super().notify_style_update()
+        self._rendered_width = -1
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        self._render_lines()
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        if 0 <= index < len(self._lines):
+            return self._lines[index]
+        return Strip.blank(width, self.rich_style)
