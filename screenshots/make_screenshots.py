@@ -60,8 +60,14 @@ async def shoot(out: Path) -> None:
 
             await pilot.press("3")
             app.pane("project").table.move_cursor_to_key(DECISION)
+            # Wide enough for the detail pane to sit beside the table, history in full.
+            await pilot.resize_terminal(150, 40)
+            await wait_until(pilot, lambda: app.has_class("wide")
+                             and "History" in app.pane("project").detail.text)
             await pilot.pause(0.3)
             app.save_screenshot("record-history.svg", str(out))
+            await pilot.resize_terminal(*SIZE)
+            await pilot.pause(0.3)
 
             await pilot.press("e")
             await wait_until(pilot, lambda: isinstance(app.screen, RecordForm))

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.content import Content
@@ -27,6 +27,7 @@ from .widgets.record_table import RecordTable
 
 EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 DETAIL_DELAY_S = 0.06
+WIDE_FROM = 140  # columns from which the detail pane sits beside the table
 WRITE_ACTIONS = {"verify", "reject", "archive", "restore", "forget", "edit", "copy"}
 
 # (key, action, description, shown in footer)
@@ -63,6 +64,7 @@ HELP_KEYS = [
     ("A", "show archived and forgotten records"),
     ("D", "review queue: also show auto-derived session digests"),
     ("C", "compact this tab's file (the only way to shrink one over 8 MiB)"),
+    ("tab / escape", "into the detail pane to scroll a long record / back to the table"),
     ("1-5", "Review, Session, Project, Shared, User"),
     ("ctrl+p", "command palette: every action"),
     ("?", "this help"),
@@ -158,8 +160,9 @@ class MemoryApp(App[None]):
             self.watch_store()
         self._status()
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width >= 140, "wide")
+    def on_resize(self, event: events.Resize) -> None:
+        # The event's size: ``self.size`` still holds the old one while this runs.
+        self.set_class(event.size.width >= WIDE_FROM, "wide")
 
     # ------------------------------------------------------------------ data flow
 

@@ -447,3 +447,22 @@ async def test_detail_pane_follows_the_cursor_at_once_and_waits_while_a_key_is_h
         assert detail.shown == (second, app.record(second).governance.revision)
         await pilot.press("down", "down")  # a held key: the pane catches up when it rests
         await wait_for(pilot, lambda: detail.shown[0] == table.cursor_key != second)
+
+
+async def test_the_detail_pane_moves_beside_the_table_on_a_wide_terminal_and_back(fixture_home):
+    app = make_app(*fixture_home)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table, detail = app.pane("review").table, app.pane("review").detail
+
+        def beside() -> bool:
+            return detail.region.x > table.region.x and detail.region.y == table.region.y
+
+        assert not beside()
+        await pilot.resize_terminal(180, 40)
+        await wait_for(pilot, beside, what="the detail pane beside the table")
+        await pilot.resize_terminal(100, 30)
+        await wait_for(pilot, lambda: not beside() and detail.region.y > table.region.y,
+                       what="the detail pane below the table")
+        # Drawn again at the new width: no line runs past the pane.
+        assert max(len(line) for line in detail.text.splitlines()) <= detail.region.width

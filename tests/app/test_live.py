@@ -59,7 +59,9 @@ async def test_another_process_append_shows_without_a_key_press(fixture_home):
         assert table.cursor_key == PATHLIB  # the reviewer's place is kept
         assert PATHLIB in table.marked_keys
         assert new_id in table.flashing_keys  # new rows are marked for a few seconds
-        assert any("1 new proposal" in n.message for n in app._notifications)
+        # notify() posts a message: the notification is listed a moment after the row shows.
+        await wait_for(pilot, lambda: any("1 new proposal" in n.message
+                                          for n in app._notifications), what="the notification")
 
 
 async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(fixture_home):
