@@ -456,3 +456,38 @@ async def test_keyed_lookups_stay_right_through_many_inserts_and_removals() -> N
         for position in range(0, len(model), 97):
             assert table.move_cursor_to_key(model[position])
             assert table.cursor_index == position
+
+
+async def test_rows_outgrowing_the_view_keep_the_cursor_row_on_screen() -> None:
+    # The view holds VISIBLE_ROWS rows; one more at the top makes the scrollbar appear in the
+    # same update that has to scroll the cursor (on the last row) into view.
+    app = TableApp(make_rows(VISIBLE_ROWS))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(RecordTable)
+        await pilot.pause()
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.scroll_offset.y == 0
+        table.upsert(make_row(1000), position=0)
+        await pilot.pause()
+        top = table.scroll_offset.y
+        page = table.scrollable_content_region.height - 1
+        assert table.cursor_key == f"k{VISIBLE_ROWS - 1}"
+        assert top <= table.cursor_index < top + page  # type: ignore[operator]
+
+
+async def test_scrolling_up_after_rows_go_moves_at_the_first_step() -> None:
+    app = TableApp(make_rows(60))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(RecordTable)
+        await pilot.pause()
+        await pilot.press("end")
+        await pilot.pause()
+        for number in range(29):
+            table.remove(f"k{number}")
+        await pilot.pause()
+        before = table.scroll_offset.y
+        assert before > 0
+        table.scroll_up(animate=False)  # what the mouse wheel does
+        await pilot.pause()
+        assert table.scroll_offset.y == before - 1

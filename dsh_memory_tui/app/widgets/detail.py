@@ -85,9 +85,13 @@ class DetailPane(ScrollView):
 
     @property
     def text(self) -> str:
-        """What the pane shows, as plain text (for tests and screen readers of the log)."""
-        self._render_lines()
-        return "\n".join(strip.text.rstrip() for strip in self._lines)
+        """What the pane shows, as plain text, rendered at the pane's width (80 columns while it
+        has none: a hidden tab). Changes nothing on screen."""
+        width = self.scrollable_content_region.width or 80
+        lines = self.app.console.render_lines(
+            self._content, self.app.console_options.update(width=width, highlight=False)
+        )
+        return "\n".join("".join(seg.text for seg in line).rstrip() for line in lines)
 
     def show(self, record: Record | None, history: Sequence[Record] = ()) -> None:
         key = (record.id, record.governance.revision) if record else None

@@ -723,19 +723,22 @@ class RecordTable(ScrollView, can_focus=True):
         # scroll_to clamps to the new maximum (virtual_size is already updated).
         target = max(0, target)
         if target != self.scroll_offset.y:
-            self.scroll_to(y=target, animate=False)
+            self.scroll_to(y=target, animate=False, force=True)
         if cursor_line is not None:
             self._scroll_to_cursor()
 
+    # Scrolls below pass force=True: when rows first outgrow the view the scrollbar only shows
+    # after the next layout, and until then Textual ignores an unforced scroll, which left the
+    # cursor row off screen. max_scroll_y already counts the new rows, so the clamp is right.
     def _scroll_to_cursor(self) -> None:
         if not self._rows or self.scrollable_content_region.height <= 1:
             return
         top = self.scroll_offset.y
         page = self._page_height()
         if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False)
+            self.scroll_to(y=self._cursor, animate=False, force=True)
         elif self._cursor >= top + page:
-            self.scroll_to(y=self._cursor - page + 1, animate=False)
+            self.scroll_to(y=self._cursor - page + 1, animate=False, force=True)
 
     def _move_cursor(self, position: int) -> None:
         if not self._rows:

@@ -33,4 +33,7 @@ def set_virtual_size(widget: ScrollView, size: Size) -> None:
         bar.window_virtual_size = size.height
         bar.window_size = widget.container_size.height - widget.scrollbar_size_horizontal
     widget.scroll_y = widget.scroll_y  # the validator clamps it to the new maximum
+    # Scrolling by the wheel or a key starts from the target: clamp it too, or the first step
+    # after a shrink would go from the old, larger offset and be clamped back to no move.
+    widget.scroll_target_y = widget.scroll_y
     widget.refresh()
