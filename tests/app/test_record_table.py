@@ -491,3 +491,20 @@ async def test_scrolling_up_after_rows_go_moves_at_the_first_step() -> None:
         table.scroll_up(animate=False)  # what the mouse wheel does
         await pilot.pause()
         assert table.scroll_offset.y == before - 1
+
+
+async def test_flashes_ending_in_the_same_half_second_end_together() -> None:
+    import math
+
+    from dsh_memory_tui.app.widgets.record_table import _FLASH_GRAIN_S
+
+    app = TableApp(make_rows(5))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(RecordTable)
+        await pilot.pause()
+        end = (math.floor(time.monotonic() / _FLASH_GRAIN_S) + 3) * _FLASH_GRAIN_S
+        table.flash(["k1"], end - 0.3 * _FLASH_GRAIN_S - time.monotonic())
+        table.flash(["k2"], end - 0.1 * _FLASH_GRAIN_S - time.monotonic())
+        assert table.flashing_keys == frozenset({"k1", "k2"})
+        await wait_for(pilot, lambda: "k1" not in table.flashing_keys)
+        assert "k2" not in table.flashing_keys  # the same frame, not a second one later

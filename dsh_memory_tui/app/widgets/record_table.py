@@ -11,6 +11,8 @@ line `i - scroll_y + 1`, so the virtual height is `row_count + 1`.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -45,6 +47,9 @@ _NEW = 8
 # One cached strip per row key; a full scroll through 20,000 rows would otherwise keep them
 # all, so the cache is simply dropped when it grows past this (re-rendering a screen is cheap).
 _STRIP_CACHE_LIMIT = 4096
+
+# Flashes end on a grid of this many seconds, so that those ending together share a frame.
+_FLASH_GRAIN_S = 0.5
 
 # A stale index entry is searched for this many inserts/deletes around its old place before
 # the whole stale tail of the index is rebuilt.
@@ -248,9 +253,10 @@ class RecordTable(ScrollView, can_focus=True):
         self._edits_since_repair = 0
         self._cursor = 0
         self._marks: set[str] = set()
-        # key -> flash batch token; a batch's timer only clears keys not re-flashed since.
+        # key -> the half-second slot its flash ends in; a slot's timer only clears keys not
+        # flashed again since.
         self._flash_tokens: dict[str, int] = {}
-        self._flash_batch = 0
+        self._flash_slots: set[int] = set()
         self._strip_cache: dict[str, tuple[Row, int, int, Strip]] = {}
         self._header_cache: dict[int, Strip] = {}
         self._layout_cache: dict[int, tuple[tuple[int, ...], int]] = {}
@@ -424,19 +430,25 @@ class RecordTable(ScrollView, can_focus=True):
         self._report_marks()
 
     def flash(self, keys: Iterable[str], seconds: float = 4.0) -> None:
-        """Highlight rows `keys` as new for `seconds` (one timer for the whole batch).
+        """Highlight rows `keys` as new for `seconds` (up to half a second more).
 
-        Call it after the rows are in the table: `set_rows` forgets flashes of absent keys.
+        Flashes ending in the same half second end together, on one timer and in one frame:
+        records arriving a few times a second would otherwise each cost a frame again when
+        their highlight goes. Call it after the rows are in the table: `set_rows` forgets
+        flashes of absent keys.
         """
         flashed = list(keys)
         if not flashed:
             return
-        self._flash_batch += 1
-        batch = self._flash_batch
+        now = time.monotonic()
+        slot = math.ceil((now + seconds) / _FLASH_GRAIN_S)
         for key in flashed:
-            self._flash_tokens[key] = batch
+            self._flash_tokens[key] = slot
         self._refresh_keys(flashed)
-        self.set_timer(seconds, lambda: self._end_flash(batch), name="record-table-flash")
+        if slot not in self._flash_slots:
+            self._flash_slots.add(slot)
+            self.set_timer(slot * _FLASH_GRAIN_S - now, lambda: self._end_flash(slot),
+                           name="record-table-flash")
 
     # ------------------------------------------------------------------ actions
 
@@ -772,8 +784,9 @@ class RecordTable(ScrollView, can_focus=True):
             if position is not None:
                 self._refresh_row(position)
 
-    def _end_flash(self, batch: int) -> None:
-        expired = [key for key, token in self._flash_tokens.items() if token == batch]
+    def _end_flash(self, slot: int) -> None:
+        self._flash_slots.discard(slot)
+        expired = [key for key, token in self._flash_tokens.items() if token == slot]
         for key in expired:
             del self._flash_tokens[key]
         self._refresh_keys(expired)
