@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -30,45 +30,48 @@ DETAIL_DELAY_S = 0.06
 WIDE_FROM = 140  # columns from which the detail pane sits beside the table
 WRITE_ACTIONS = {"verify", "reject", "archive", "restore", "forget", "edit", "copy"}
 
-# (key, action, description, shown in footer)
-ACTIONS: list[tuple[str, str, str, bool]] = [
-    ("v", "verify", "Verify", True),
-    ("x", "reject", "Reject", True),
-    ("n", "new", "New", True),
-    ("e", "edit", "Edit", True),
-    ("a", "archive", "Archive", True),
-    ("u", "restore", "Restore", True),
-    ("f", "forget", "Forget", True),
-    ("c", "copy", "Copy to scope", True),
-    ("slash", "filter", "Filter", True),
-    ("E", "export", "Export", True),
-    ("I", "import", "Import", True),
-    ("A", "toggle_inactive", "Show archived/forgotten", True),
-    ("D", "toggle_derived", "Review: show derived", False),
-    ("C", "compact", "Compact", False),
-    ("question_mark", "help", "Help", True),
-    ("q", "quit", "Quit", True),
+class Key(NamedTuple):
+    """One app action: its key, the footer/palette label, and the help screen's line."""
+
+    key: str
+    action: str
+    label: str
+    help: str
+    footer: bool = True
+
+    @property
+    def shown(self) -> str:
+        """The key as a person types it."""
+        return self.key.replace("slash", "/").replace("question_mark", "?")
+
+
+ACTIONS: list[Key] = [
+    Key("v", "verify", "Verify", "verify the selected (or marked) records"),
+    Key("x", "reject", "Reject", "reject, with an optional reason"),
+    Key("n", "new", "New", "new record (project, shared-project or user)"),
+    Key("e", "edit", "Edit", "edit: keeps the id, bumps the revision"),
+    Key("a", "archive", "Archive", "archive"),
+    Key("u", "restore", "Restore", "restore an archived record"),
+    Key("f", "forget", "Forget", "forget: erase title and content for good (asks first)"),
+    Key("c", "copy", "Copy to scope", "copy to another scope (says who will see it)"),
+    Key("slash", "filter", "Filter", "filter: words, type:, status:, origin:, verification:, tag:"),
+    Key("E", "export", "Export", "export a bundle"),
+    Key("I", "import", "Import", "import a bundle (shows the plan before writing)"),
+    Key("A", "toggle_inactive", "Show archived/forgotten", "show archived and forgotten records"),
+    Key("D", "toggle_derived", "Review: show derived",
+        "review queue: also show auto-derived session digests", footer=False),
+    Key("C", "compact", "Compact",
+        "compact this tab's file (the only way to shrink one over 8 MiB)", footer=False),
+    Key("question_mark", "help", "Help", "this help"),
+    Key("q", "quit", "Quit", "quit"),
 ]
 
-HELP_KEYS = [
-    ("v", "verify the selected (or marked) records"),
-    ("x", "reject, with an optional reason"),
-    ("n", "new record (project, shared-project or user)"),
-    ("e", "edit: keeps the id, bumps the revision"),
-    ("a / u", "archive / restore"),
-    ("f", "forget: erase title and content for good (asks first)"),
-    ("c", "copy to another scope (says who will see it)"),
+# Keys that are not app actions (the table's, the tabs', Textual's), for the help screen.
+OTHER_KEYS = [
     ("space", "mark a row; v, x and a then act on every marked row"),
-    ("/", "filter: words, type:, status:, origin:, verification:, tag:"),
-    ("E / I", "export / import a bundle"),
-    ("A", "show archived and forgotten records"),
-    ("D", "review queue: also show auto-derived session digests"),
-    ("C", "compact this tab's file (the only way to shrink one over 8 MiB)"),
     ("tab / escape", "into the detail pane to scroll a long record / back to the table"),
     ("1-5", "Review, Session, Project, Shared, User"),
     ("ctrl+p", "command palette: every action"),
-    ("?", "this help"),
-    ("q", "quit"),
 ]
 
 
@@ -78,7 +81,7 @@ class MemoryApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "dsh-memory"
     BINDINGS = [
-        *[Binding(k, a, d, show=s, id=a) for k, a, d, s in ACTIONS],
+        *[Binding(k.key, k.action, k.label, show=k.footer, id=k.action) for k in ACTIONS],
         *[Binding(t.key, f"show_tab('{t.id}')", t.title, show=False) for t in TABS],
         Binding("escape", "focus_table", "Back to table", show=False),
     ]
@@ -728,16 +731,16 @@ class MemoryApp(App[None]):
             f"home:        {paths.home_memory_dir}",
             f"workspace:   {paths.workspace_memory_dir}",
         ]
-        self.push_screen(HelpScreen(HELP_KEYS, notes))
+        keys = [(k.shown, k.help) for k in ACTIONS]
+        self.push_screen(HelpScreen(keys[:-2] + OTHER_KEYS + keys[-2:], notes))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        for key, action, description, _ in ACTIONS:
-            if action in ("quit", "help"):
+        for k in ACTIONS:
+            if k.action in ("quit", "help"):
                 continue
-            shown = key.replace("slash", "/").replace("question_mark", "?")
-            yield SystemCommand(f"{description} ({shown})", f"dsh-memory: {description.lower()}",
-                                getattr(self, f"action_{action}"))
+            yield SystemCommand(f"{k.label} ({k.shown})", f"dsh-memory: {k.help}",
+                                getattr(self, f"action_{k.action}"))
 
 
 _corrupt_counts: dict[Path, tuple[tuple[int, int], int]] = {}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from textual.widgets import Button, Input, Select, TextArea
 
+from dsh_memory_tui.app.app import ACTIONS
 from dsh_memory_tui.app.panes import GROUP_PREFIX
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen
 from dsh_memory_tui.app.screens.form import RecordForm
@@ -338,7 +339,10 @@ async def test_help_lists_the_keys(fixture_home):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = screen_text(app)
-        for words in ("verify", "reject", "forget", "copy to another scope", "command palette"):
+        for k in ACTIONS:  # every action, with its key
+            assert k.help in text, k.action
+            assert f"{k.shown} " in text, k.action
+        for words in ("mark a row", "scroll a long record", "command palette"):
             assert words in text
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
