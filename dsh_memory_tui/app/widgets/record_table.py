@@ -56,6 +56,21 @@ _FLASH_GRAIN_S = 0.5
 _NEAR_SEARCH_LIMIT = 256
 
 
+class _TableMessage(Message):
+    """A message from a RecordTable; `control` is the table (for `@on(..., selector)`)."""
+
+    def __init__(self, table: RecordTable) -> None:
+        super().__init__()
+        self.table = table
+
+    @property
+    def control(self) -> RecordTable:
+        return self.table
+
+    def _same_kind_from_same_table(self, message: Message) -> bool:
+        return type(message) is type(self) and message.table is self.table  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
     """A column: `width` in cells, or None for a flexible column sharing the remaining width."""
@@ -178,52 +193,34 @@ class RecordTable(ScrollView, can_focus=True):
     cursor in the same frame: the message reaches an ancestor several message hops later,
     often after the screen has already drawn the move once."""
 
-    class CursorMoved(Message):
+    class CursorMoved(_TableMessage):
         """The row under the cursor changed; `key` is None when the table became empty."""
 
         def __init__(self, table: RecordTable, key: str | None) -> None:
-            super().__init__()
-            self.table = table
+            super().__init__(table)
             self.key = key
-
-        @property
-        def control(self) -> RecordTable:
-            """The table that posted the message (for `@on(..., selector)`)."""
-            return self.table
 
         def can_replace(self, message: Message) -> bool:
             # Holding an arrow key queues many moves; only the last one matters to listeners.
-            return isinstance(message, RecordTable.CursorMoved) and message.table is self.table
+            return self._same_kind_from_same_table(message)
 
-    class Selected(Message):
+    class Selected(_TableMessage):
         """The user pressed enter (or double-clicked) on the row `key`."""
 
         def __init__(self, table: RecordTable, key: str) -> None:
-            super().__init__()
-            self.table = table
+            super().__init__(table)
             self.key = key
 
-        @property
-        def control(self) -> RecordTable:
-            """The table that posted the message (for `@on(..., selector)`)."""
-            return self.table
-
-    class MarksChanged(Message):
+    class MarksChanged(_TableMessage):
         """The set of marked keys changed; `marked` is the new set."""
 
         def __init__(self, table: RecordTable, marked: frozenset[str]) -> None:
-            super().__init__()
-            self.table = table
+            super().__init__(table)
             self.marked = marked
-
-        @property
-        def control(self) -> RecordTable:
-            """The table that posted the message (for `@on(..., selector)`)."""
-            return self.table
 
         def can_replace(self, message: Message) -> bool:
             # Each message carries the full set, so a later one makes an earlier one redundant.
-            return isinstance(message, RecordTable.MarksChanged) and message.table is self.table
+            return self._same_kind_from_same_table(message)
 
     def __init__(
         self,
