@@ -208,3 +208,58 @@ def test_forget_killed_at_every_io_call_then_retried_leaves_no_trace(
         assert not leaks, (n, leaks)
         if not worker.killed:
             break
+
+
+def test_forget_with_quarantined_fragments_killed_at_every_io_call_leaves_no_trace(
+    tmp_path: Path, figures: Figures
+) -> None:
+    """Torn revisions of the record sit in .corrupt and in the file, beside an unrelated corrupt
+    line. Forget is SIGKILLed before each of its I/O calls, then retried: the forgotten text
+    ends in no file, and the unrelated corrupt line is kept (in the file or in .corrupt).
+    """
+    template = tmp_path / "template"
+    site = Site.create(template)
+    store = site.store()
+    texts = _secret_texts("q")
+    rid = store.create("project", "fact", texts[0], texts[3]).id
+    line = complete_lines(site.project.read_bytes())[-1]
+    torn = line[: line.index(texts[0].encode()) + len(texts[0]) + 5]  # cut after the title
+    assert rid.encode() in torn and texts[0].encode() in torn
+    unrelated = b'{"id": "memory:user:fact:unrelated", broken\n'
+    with open(site.project, "ab") as f:
+        f.write(torn + b"\n" + unrelated)
+    store.edit(rid, 1, title=texts[1], content=texts[4])  # quarantines both
+    with open(site.project, "ab") as f:
+        f.write(torn + b"\n")
+    corrupt = neighbours(site.project)["corrupt"]
+    assert torn in corrupt.read_bytes() and unrelated in corrupt.read_bytes()
+    n = 0
+    while True:
+        n += 1
+        trial = Site.create(tmp_path / f"trial-{n}")
+        for path in regular_files(template):
+            target = trial.root / path.relative_to(template)
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            target.write_bytes(path.read_bytes())
+
+        def forget(emit: Emit, trial: Site = trial, n: int = n) -> None:
+            with jsonl_os(KillingOS(n, emit)):
+                trial.store().forget(rid)
+            emit(completed=True)
+
+        worker = Worker(forget)
+        worker.join()
+        assert not worker.errors(), worker.errors()
+        if worker.killed:
+            figures.add("kills survived")
+            try:
+                trial.store().forget(rid)
+            except StoreError as exc:  # the killed attempt had finished the rewrite
+                assert exc.code == "FORGOTTEN", exc
+        leaks = _leaks(trial, texts)
+        assert not leaks, (n, leaks)
+        kept = neighbours(trial.project)["corrupt"].read_bytes() + trial.project.read_bytes()
+        assert unrelated in kept, n
+        if not worker.killed:
+            break
+    figures.add("I/O calls of a forget with quarantined fragments", n - 1)
