@@ -12,7 +12,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,11 +178,6 @@ def _append_synced(path: Path, data: bytes, action: str) -> tuple[int, os.stat_r
         except OSError as exc:
             raise _io_error(path.parent, "syncing the directory", exc) from None
     return start, after
-
-
-def mentions(line: bytes, needles: Collection[bytes]) -> bool:
-    """Whether ``line`` holds any of ``needles`` (a corrupt line cannot be parsed for its id)."""
-    return any(needle in line for needle in needles)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -445,21 +440,6 @@ class SafeFile:
         data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
         _append_synced(self.corrupt_path, data, "quarantining")
 
-    def scrub_quarantine(self, needles: Collection[bytes]) -> int:
-        """With the lock held: drop from ``.corrupt`` every line holding one of ``needles`` (the
-        ids of forgotten records), by an atomic rewrite. Returns how many lines went.
-        """
-        if not needles:
-            return 0
-        got = read_file(self.corrupt_path)
-        if got is None or not got[1]:
-            return 0
-        lines = got[1].splitlines(keepends=True)
-        kept = [line for line in lines if not mentions(line, needles)]
-        if len(kept) != len(lines):
-            write_atomic(self.corrupt_path, b"".join(kept))
-        return len(lines) - len(kept)
-
     def remove_stale_temporaries(self) -> None:
         """Delete temporaries of this file and its backup left by a writer that died in the
         middle of a replace (lock held: no live writer has one open). They may hold text that
@@ -467,7 +447,7 @@ class SafeFile:
         """
         for name in os.listdir(self.path.parent):
             if name.endswith(".tmp") and name.startswith(
-                (f".{self.path.name}.", f".{self.bak_path.name}.", f".{self.corrupt_path.name}.")
+                (f".{self.path.name}.", f".{self.bak_path.name}.")
             ):
                 stale = self.path.parent / name
                 with contextlib.suppress(FileNotFoundError):

@@ -17,15 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import StoreError
-from .jsonl import (
-    MAX_STORE_BYTES,
-    SafeFile,
-    TailReader,
-    check_dir,
-    check_path,
-    mentions,
-    read_file,
-)
+from .jsonl import MAX_STORE_BYTES, SafeFile, TailReader, check_dir, check_path, read_file
 from .model import (
     ID_SOURCE_BY_ORIGIN,
     FutureLine,
@@ -502,8 +494,7 @@ class MemoryStore:
         max_bytes: int | None = None,
     ) -> CompactResult:
         """Rewrite the file (lock held): quarantine corrupt lines and a torn tail, erase every
-        earlier line of own forgotten records (from the file, its .bak and its .corrupt, where
-        a corrupt line that mentions a forgotten id goes too), keep other users'
+        earlier line of own forgotten records (from the file and its .bak), keep other users'
         and newer-schema lines verbatim; with ``compact`` keep only each own id's current line;
         with ``forget`` append that tombstone. ``STORE_TOO_LARGE`` if the result exceeds
         ``max_bytes``.
@@ -534,18 +525,12 @@ class MemoryStore:
         }
         if forget is not None:
             forgotten.add(forget.id)
-        # A corrupt line cannot be parsed for its id: one that mentions a forgotten id (a torn
-        # revision of that record, say) is dropped instead of quarantined or backed up.
-        needles = [rid.encode() for rid in forgotten]
-        quarantine = [line for line in quarantine if not mentions(line, needles)]
         keep: list[bytes] = []
         backup: list[bytes] = []
         for index, (line, item) in enumerate(zip(lines, parsed, strict=True)):
             own = isinstance(item, Record) and view.is_own(item)
             if own and item.id in forgotten and item.status is not Status.FORGOTTEN:  # type: ignore[union-attr]
                 continue  # forgotten text: in neither the file nor its backup
-            if item is None and mentions(line, needles):
-                continue
             backup.append(line)
             if item is None:
                 continue
@@ -557,9 +542,6 @@ class MemoryStore:
             new_data += forget.to_line()
         if max_bytes is not None and len(new_data) > max_bytes:
             raise self._too_large(view, "would still be over 8 MiB after this rewrite")
-        # Scrub .corrupt before the file: a crash in between leaves the record not yet
-        # forgotten (a retry finishes the job), never forgotten with its text quarantined.
-        view.safe.scrub_quarantine(needles)
         view.safe.quarantine(quarantine)
         view.safe.remove_stale_temporaries()
         view.safe.replace(new_data, backup=_join(backup))

@@ -529,30 +529,6 @@ def test_forget_leaves_a_tombstone_and_the_text_nowhere(alice_store: MemoryStore
     assert result.id not in {r.id for r in alice_store.records()}
 
 
-def test_forget_drops_corrupt_lines_that_mention_the_record(alice_store: MemoryStore) -> None:
-    """A torn revision of the record, in the file and already quarantined, holds its text too:
-    forget leaves it in neither the file, .bak nor .corrupt; other corrupt lines stay."""
-    rid = alice_store.create("project", "fact", "Secret ABRACADABRA", "body ABRACADABRA").id
-    line = project_path(alice_store).read_bytes().splitlines()[-1]
-    torn = line[: len(line) // 2 + 40]  # id and title, cut off: not JSON
-    assert rid.encode() in torn and b"ABRACADABRA" in torn
-    with open(project_path(alice_store), "ab") as f:
-        f.write(torn + b"\n")
-    alice_store.edit(rid, 1, content="second ABRACADABRA")  # quarantines the torn line
-    corrupt = alice_store.view(alice_store.file_for("project")).safe.corrupt_path
-    assert torn in corrupt.read_bytes()
-    with open(project_path(alice_store), "ab") as f:
-        f.write(torn + b"\n")  # one more, still in the file when forget runs
-    others = [ln for ln in corrupt.read_bytes().splitlines(keepends=True) if torn not in ln]
-    assert others  # the fixture's own corrupt lines
-
-    alice_store.forget(rid)
-
-    for path in project_path(alice_store).parent.iterdir():
-        assert b"ABRACADABRA" not in path.read_bytes(), path
-    assert corrupt.read_bytes() == b"".join(others)
-
-
 def test_forget_keeps_every_other_line_as_it_was(alice_store: MemoryStore) -> None:
     original = fixture_lines("records")
     alice_store.forget(CONVENTION)
