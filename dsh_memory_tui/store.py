@@ -525,12 +525,18 @@ class MemoryStore:
         }
         if forget is not None:
             forgotten.add(forget.id)
+        # A corrupt line cannot be parsed for its id. One that mentions a forgotten id (a torn
+        # revision of that record) is quarantined like any other (SPEC 5: never dropped) but
+        # kept out of the .bak, which SPEC 4 wants free of forgotten text.
+        needles = [rid.encode() for rid in forgotten]
         keep: list[bytes] = []
         backup: list[bytes] = []
         for index, (line, item) in enumerate(zip(lines, parsed, strict=True)):
             own = isinstance(item, Record) and view.is_own(item)
             if own and item.id in forgotten and item.status is not Status.FORGOTTEN:  # type: ignore[union-attr]
                 continue  # forgotten text: in neither the file nor its backup
+            if item is None and any(needle in line for needle in needles):
+                continue
             backup.append(line)
             if item is None:
                 continue

@@ -529,6 +529,27 @@ def test_forget_leaves_a_tombstone_and_the_text_nowhere(alice_store: MemoryStore
     assert result.id not in {r.id for r in alice_store.records()}
 
 
+def test_forget_keeps_corrupt_pieces_of_the_record_out_of_the_backup(
+    alice_store: MemoryStore,
+) -> None:
+    """A torn revision of the record still in the file holds its text: the forget's rewrite
+    quarantines it (SPEC 5: appended to .corrupt, never dropped) and keeps it out of the .bak
+    and the file (SPEC 4)."""
+    rid = alice_store.create("project", "fact", "Secret ABRACADABRA", "body ABRACADABRA").id
+    line = project_path(alice_store).read_bytes().splitlines()[-1]
+    torn = line[: line.index(b"ABRACADABRA") + 20]  # id and title, cut off: not JSON
+    assert rid.encode() in torn
+    with open(project_path(alice_store), "ab") as f:
+        f.write(torn + b"\n")
+    view = alice_store.view(alice_store.file_for("project"))
+
+    alice_store.forget(rid)
+
+    assert b"ABRACADABRA" not in project_path(alice_store).read_bytes()
+    assert b"ABRACADABRA" not in view.safe.bak_path.read_bytes()
+    assert torn + b"\n" in view.safe.corrupt_path.read_bytes()  # quarantined verbatim
+
+
 def test_forget_keeps_every_other_line_as_it_was(alice_store: MemoryStore) -> None:
     original = fixture_lines("records")
     alice_store.forget(CONVENTION)
