@@ -128,12 +128,17 @@ class Mutation:
         raise AssertionError(self.kind)
 
 
-_json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                 max_size=4),
-    max_leaves=20,
-)
+def _json_trees(floats: st.SearchStrategy[float]) -> st.SearchStrategy[object]:
+    return st.recursive(
+        st.none() | st.booleans() | st.integers() | floats | st.text(max_size=20),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                     max_size=4),
+        max_leaves=20,
+    )
+
+
+_json_values = _json_trees(st.floats())  # NaN and Infinity included: not JSON to the store
+_finite_json_values = _json_trees(st.floats(allow_nan=False, allow_infinity=False))
 _pos = st.integers(0, 10_000)
 
 mutations = st.one_of(
@@ -328,7 +333,7 @@ def _strict_bundle(data: bytes) -> dict[str, Any] | None:
 # Damage that keeps the bundle valid JSON, so the bad entry has to be judged on its own.
 _json_safe = st.one_of(
     st.builds(Mutation, st.just("json"), st.just(0),
-              _json_values.map(lambda v: json.dumps(v, allow_nan=False).encode())),
+              _finite_json_values.map(lambda v: json.dumps(v, allow_nan=False).encode())),
     st.builds(Mutation, st.just("number"), st.integers(0, 2), st.sampled_from(NUMBER_FIELDS)),
     st.builds(Mutation, st.just("deep"), st.just(0), st.just(b"20")),
     st.builds(Mutation, st.just("huge"), st.integers(1 << 10, 1 << 20), st.just(b"valid")),
