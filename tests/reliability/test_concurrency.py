@@ -88,11 +88,16 @@ def test_eight_writers_lose_nothing_duplicate_nothing_and_keep_order(
     reader = _poller(site, gate)
     gate.open()
     everyone = [*writers, reader]
-    pump_all(everyone, lambda: all(w.eof for w in everyone), DEADLINE_S)
-    for worker in everyone:
+    # The writers first: if one fails, say how, instead of waiting out the reader, which
+    # polls until it has seen every append that was asked for.
+    pump_all(everyone, lambda: all(w.eof for w in writers), DEADLINE_S)
+    for worker in writers:
         worker.join()
         assert not worker.errors(), worker.errors()
         assert worker.status == 0
+    reader.join(deadline_s=60)
+    assert not reader.errors(), reader.errors()
+    assert reader.status == 0
 
     lines = complete_lines(site.project.read_bytes())
     records = [json.loads(line) for line in lines]
