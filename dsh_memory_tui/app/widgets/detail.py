@@ -87,11 +87,8 @@ class DetailPane(ScrollView):
     def text(self) -> str:
         """What the pane shows, as plain text, rendered at the pane's width (80 columns while it
         has none: a hidden tab). Changes nothing on screen."""
-        width = self.scrollable_content_region.width or 80
-        lines = self.app.console.render_lines(
-            self._content, self.app.console_options.update(width=width, highlight=False)
-        )
-        return "\n".join("".join(seg.text for seg in line).rstrip() for line in lines)
+        lines = self._render(self.scrollable_content_region.width or 80)
+        return "\n".join(strip.text.rstrip() for strip in lines)
 
     def show(self, record: Record | None, history: Sequence[Record] = ()) -> None:
         key = (record.id, record.governance.revision) if record else None
@@ -131,18 +128,15 @@ class DetailPane(ScrollView):
         if width == self._rendered_width:
             return
         self._rendered_width = width
-        if width <= 0:
-            self._lines = []
-        else:
-            console = self.app.console
-            options = self.app.console_options.update(width=width, highlight=False)
-            self._lines = [
-                Strip(line, width)
-                for line in console.render_lines(
-                    self._content, options, style=self.rich_style, pad=True
-                )
-            ]
+        self._lines = self._render(width) if width > 0 else []
         set_virtual_size(self, Size(width, len(self._lines)))
+
+    def _render(self, width: int) -> list[Strip]:
+        options = self.app.console_options.update(width=width, highlight=False)
+        lines = self.app.console.render_lines(
+            self._content, options, style=self.rich_style, pad=True
+        )
+        return [Strip(line, width) for line in lines]
 
     def on_resize(self) -> None:
         self._render_lines()
