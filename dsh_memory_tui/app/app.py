@@ -29,6 +29,7 @@ EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 DETAIL_DELAY_S = 0.06
 WIDE_FROM = 140  # columns from which the detail pane sits beside the table
 WRITE_ACTIONS = {"verify", "reject", "archive", "restore", "forget", "edit", "copy"}
+_WRITE_ACTIONS_IN_ORDER = tuple(sorted(WRITE_ACTIONS))
 
 class Key(NamedTuple):
     """One app action: its key, the footer/palette label, and the help screen's line."""
@@ -410,7 +411,7 @@ class MemoryApp(App[None]):
         """Refresh the footer only when an action's availability changed: a footer rebuild
         per cursor move would cost more than the move itself.
         """
-        signature = tuple(self.check_action(a, ()) for a in sorted(WRITE_ACTIONS))
+        signature = tuple(self.check_action(a, ()) for a in _WRITE_ACTIONS_IN_ORDER)
         if signature != self._binding_signature:
             self._binding_signature = signature
             self.refresh_bindings()

@@ -79,6 +79,7 @@ class DetailPane(ScrollView):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.shown: tuple[str, int] | None = None
+        self._note: tuple[str, tuple[str, ...]] | None = None
         self._content: RenderableType = Text("No record selected", style="dim")
         self._lines: list[Strip] = []
         self._rendered_width = -1
@@ -95,6 +96,7 @@ class DetailPane(ScrollView):
         if key == self.shown and record is not None:
             return
         self.shown = key
+        self._note = None
         if record is None:
             self._set(Text("No record selected", style="dim"))
             return
@@ -112,7 +114,10 @@ class DetailPane(ScrollView):
 
     def show_note(self, title: str, lines: Sequence[str]) -> None:
         """Something that is not a record (a session group's header row)."""
-        self.shown = None
+        note = (title, tuple(lines))
+        if note == self._note:
+            return  # a sync that changed nothing here must not render it again
+        self.shown, self._note = None, note
         self._set(Group(Text(title, style="bold"), Text(""), *(Text(line) for line in lines)))
 
     def _set(self, content: RenderableType) -> None:
