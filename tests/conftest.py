@@ -14,6 +14,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,16 @@ def run_cli(
         cmd, input=input, capture_output=True, text=True, env=full_env, timeout=CLI_TIMEOUT_S,
         cwd=str(workspace) if Path(workspace).is_dir() else None,
     )
+
+
+WAIT_S = 15.0
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
+    """Poll ``condition`` (another process or thread is working) until it holds; fail after
+    ``timeout`` seconds saying what never happened."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.01)

@@ -10,13 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, HOST_FIXTURES, REPO_ROOT, run_cli
+from conftest import FIXTURES, HOST_FIXTURES, REPO_ROOT, WAIT_S, run_cli, wait_for
 
 from dsh_memory_tui.autowriter import AutoWriter, digest_id_prefix
 from dsh_memory_tui.model import content_hash, session_scope_key, sha256_hex
@@ -30,7 +29,6 @@ SEED_CONTENT = (
     "Modified: src/util.ts\n"
     "Artifacts: 2 — out/report.md, out/data.json"
 )
-WAIT_S = 15.0
 
 
 class FakeClock:
@@ -134,14 +132,6 @@ def written_content(writer: AutoWriter, clock: FakeClock, home: Path, **kw: str)
     ids = writer.flush_due()
     assert len(ids) == 1
     return current(session_lines(home, **kw))[ids[0]]["content"]
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 # ------------------------------------------------------------------ the digest
@@ -355,14 +345,20 @@ def test_rerunning_the_same_events_writes_no_line(
     assert session_path(home, "session-abc", "root-xyz").read_bytes() == before
 
 
-def test_seven_distinct_digests_leave_six_active_and_archive_the_oldest(
-    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
-) -> None:
+def seven_digests(writer: AutoWriter, clock: FakeClock, workspace: Path) -> list[str]:
+    """Seven results in a row, each creating one more file and each written as a digest."""
     ids = []
     for n in range(7):
         writer.on_tool_result(event(n, workspace, (f"f{n}.txt", "create")))
         clock.advance(0.5)
         ids.extend(writer.flush_due())
+    return ids
+
+
+def test_seven_distinct_digests_leave_six_active_and_archive_the_oldest(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    ids = seven_digests(writer, clock, workspace)
     assert len(set(ids)) == 7
     state = current(session_lines(home))
     assert {i for i, r in state.items() if r["status"] == "active"} == set(ids[1:])
@@ -374,11 +370,7 @@ def test_seven_distinct_digests_leave_six_active_and_archive_the_oldest(
 def test_a_new_revision_of_an_archived_digest_is_active_again(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
-    ids = []
-    for n in range(7):
-        writer.on_tool_result(event(n, workspace, (f"f{n}.txt", "create")))
-        clock.advance(0.5)
-        ids.extend(writer.flush_due())
+    ids = seven_digests(writer, clock, workspace)
     # Back to one created file, another one: the first id's counts with new content.
     writer.on_tool_result(event(9, workspace, *((f"f{n}.txt", "delete") for n in range(6))))
     clock.advance(0.5)

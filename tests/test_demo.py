@@ -9,28 +9,16 @@ import stat
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, WAIT_S, wait_for
 
 from dsh_memory_tui.autowriter import digest_id_prefix
 from dsh_memory_tui.demo import DemoPaths, build_demo, run_live
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.model import Origin, Scope, Status, Verification, session_scope_key
 from dsh_memory_tui.store import MemoryStore
-
-WAIT_S = 15.0
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture

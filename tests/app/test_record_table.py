@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import pytest
 from rich.style import Style
 from textual.app import App, ComposeResult
-from textual.pilot import Pilot
 
 from dsh_memory_tui.app.widgets.record_table import Column, RecordTable, Row
+
+from .helpers import wait_for
 
 COLUMNS = (Column("id", "ID", 8), Column("title", "Title", None), Column("scope", "Scope", 9))
 SIZE = (100, 30)
@@ -61,13 +61,6 @@ def line_style(table: RecordTable, y: int) -> Style:
     style = next(iter(table.render_line(y))).style
     assert style is not None
     return style
-
-
-async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 3.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met before the deadline"
-        await pilot.pause(0.05)
 
 
 def test_table_without_a_flexible_column_is_refused() -> None:
