@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .errors import StoreError
 from .jsonl import write_atomic
 from .model import (
+    MAX_SOURCE_REFS,
     RETENTION_BY_SCOPE,
     SCHEMA_VERSION,
     Origin,
@@ -34,12 +35,13 @@ from .model import (
     Scope,
     Status,
     Verification,
-    new_id,
+    import_id,
     record_from_json,
     validate_record,
 )
 from .paths import StoreFile
-from .store import FileView, MemoryStore, Session, _gc_paused
+from .store import FileView, MemoryStore, Session
+from .store.view import gc_paused as _gc_paused
 
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 # Deeper than any record needs (a sourceRef sits at level 6); unknown fields are kept and
@@ -417,6 +419,14 @@ def _refuse_repeated_ids(entries: list[Any], label: str) -> None:
 # ------------------------------------------------------------------------- import: plan
 
 
+def _import_refs(source: Record) -> list[dict[str, Any]]:
+    refs = [r.model_dump(exclude_unset=True) for r in source.governance.sourceRefs]
+    mine = {"kind": "import", "id": source.id, "contentHash": source.contentHash}
+    if mine not in refs:
+        refs.append(mine)
+    return refs[-MAX_SOURCE_REFS:]
+
+
 def _imported(
     source: Record, target: StoreFile, bundle_hash: str, note: str, now: int
 ) -> Record:
@@ -430,7 +440,7 @@ def _imported(
     # that record_from_json has just checked (this is most of an import plan's time).
     return Record.model_validate({
         "schemaVersion": SCHEMA_VERSION,
-        "id": new_id("import", source.type),
+        "id": import_id(),
         "scope": target.scope,
         "scopeKey": target.scope_key,
         "type": source.type,
@@ -445,10 +455,8 @@ def _imported(
         "status": Status.ACTIVE,
         "governance": {
             "origin": Origin.IMPORTED,
-            "sourceRefs": [
-                {"kind": "bundle", "id": bundle_hash},
-                {"kind": "record", "id": source.id},
-            ],
+            # Theirs, and the original record (SPEC 7): kinds the host allows.
+            "sourceRefs": _import_refs(source),
             "verification": Verification.UNVERIFIED,
             "revision": 1,
             "retention": RETENTION_BY_SCOPE[target.scope],

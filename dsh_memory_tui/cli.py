@@ -51,8 +51,8 @@ def _source_ref(value: str) -> SourceRef:
 
 def _session(args: argparse.Namespace) -> Session | None:
     sid, root = getattr(args, "session", None), getattr(args, "root", None)
-    if (sid is None) != (root is None):
-        raise UsageError("--session and --root go together")
+    if sid is None and root is not None:
+        raise UsageError("--root needs --session")
     return (sid, root) if sid is not None else None
 
 
@@ -300,8 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     def session_opts(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--session", help="session id (with --root)")
-        p.add_argument("--root", help="root id (with --session)")
+        p.add_argument("--session", help="session id")
+        p.add_argument("--root", help="the session's root id (default: this workspace's rootId)")
 
     def shared_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--yes-shared", action="store_true",

@@ -31,8 +31,8 @@ from .model import (
     RecordType,
     Scope,
     SourceRef,
+    content_hash,
     now_ms,
-    sha256_hex,
 )
 from .model import make_record as build_record
 from .paths import StorePaths
@@ -42,8 +42,9 @@ log = logging.getLogger("dsh_memory_tui.demo")
 
 USER = "alice"
 OTHER_USER = "bob"
-SESSION = ("sess-2f9c41", "root-acme-api")
-EARLIER_SESSION = ("sess-1a77e0", "root-acme-api")
+# Session ids; their root is the demo workspace's rootId (as the host would write them).
+SESSION_ID = "sess-2f9c41"
+EARLIER_SESSION_ID = "sess-1a77e0"
 _DAY_MS = 24 * 3600 * 1000
 _STEP_MS = 83 * 60 * 1000  # the demo's history: one change every 83 minutes
 
@@ -194,7 +195,6 @@ _IMPORTED = [
         "memory:user:convention:8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d",
     ),
 ]
-_BUNDLE = "sha256:" + sha256_hex("platform-team conventions bundle, exported 2025-03-02")
 
 _SHARED = [
     (
@@ -269,7 +269,7 @@ def _files(*changes: tuple[str, str] | tuple[str, str, bool]) -> list[dict[str, 
 
 def _tool_history(session: tuple[str, str]) -> list[list[tuple[str, list[dict[str, Any]]]]]:
     """A session's tool results so far, in phases: ``(tool, files)`` per result."""
-    if session == EARLIER_SESSION:
+    if session[0] == EARLIER_SESSION_ID:
         return [
             [
                 ("edit_file", _files(("docs/api.md", "modify"))),
@@ -340,7 +340,9 @@ def build_demo(root: str | Path) -> DemoPaths:
     clock = _HistoryClock()
     alice = MemoryStore(StorePaths.resolve(home, workspace, USER), clock=clock)
     bob = MemoryStore(StorePaths.resolve(home, workspace, OTHER_USER), clock=clock)
-    demo = DemoPaths(alice.paths.home, alice.paths.workspace, USER, OTHER_USER, SESSION)
+    root_id = alice.paths.root_id
+    earlier, current = (EARLIER_SESSION_ID, root_id), (SESSION_ID, root_id)
+    demo = DemoPaths(alice.paths.home, alice.paths.workspace, USER, OTHER_USER, current)
 
     ids = {key: alice.create(Scope.PROJECT, t, title, content, tags).id
            for key, (t, title, content, tags) in _PROJECT.items()}
@@ -357,7 +359,7 @@ def build_demo(root: str | Path) -> DemoPaths:
     alice.edit(ids["problem-json"], 1, title="Errors are RFC 9457 problem+json, never HTML")
     alice.archive(ids["heroku"])
 
-    refs = [SourceRef(kind="session", id=EARLIER_SESSION[0])]
+    refs = [SourceRef(kind="session", id=EARLIER_SESSION_ID)]
     for t, title, content, tags in _PROPOSALS:
         alice.propose(Scope.PROJECT, t, title, content, tags, source_refs=refs)
     rejected = alice.propose(Scope.PROJECT, *_REJECTED, source_refs=refs).id
@@ -378,11 +380,11 @@ def build_demo(root: str | Path) -> DemoPaths:
         bob.create(Scope.USER, *fields)
 
     writer = AutoWriter(alice)
-    for session in (EARLIER_SESSION, SESSION):
+    for session in (earlier, current):
         _replay_session(writer, demo.workspace, session, flush=True)
 
     # Last, so no store write quarantines it: a newer host's line and a torn, corrupt one.
-    future = dict(_FUTURE_LINE, scopeKey=str(demo.workspace), createdAt=clock(),
+    future = dict(_FUTURE_LINE, scopeKey=root_id, createdAt=clock(),
                   updatedAt=clock())
     view = alice.view(project)
     with view.safe.locked():
@@ -399,8 +401,8 @@ def _imported(
             scope=Scope.PROJECT, scope_key=scope_key, record_type=record_type, title=title,
             content=content, tags=tags, provenance=Provenance(kind=ProvenanceKind.IMPORT),
             origin=Origin.IMPORTED,
-            source_refs=[SourceRef(kind="bundle", id=_BUNDLE), SourceRef(kind="record",
-                                                                         id=original)],
+            source_refs=[SourceRef(kind="import", id=original,
+                                   contentHash=content_hash(content))],
             now=clock(),
         )
 

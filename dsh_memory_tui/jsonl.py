@@ -1,4 +1,4 @@
-"""The safe file: locked appends, an offset tail reader, quarantine, atomic replace.
+"""The safe file: appends under the host's lock, an offset tail reader, quarantine, atomic replace.
 
 This layer knows bytes and lines, not records. Every path it touches is checked first: a
 symlink or anything but a regular file is ``UNSAFE_PATH`` and is never followed. Files are
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import secrets
 import stat
@@ -16,18 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from .errors import StoreError
+from .lock import HostLock
 
 MAX_STORE_BYTES = 8 * 1024 * 1024
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
-# filelock polls a held lock; its default (50 ms) starves waiters while one writer appends in a
-# loop. Each poll is one non-blocking flock call.
-LOCK_POLL_S = 0.002
 
 
 def _unsafe(path: Path, why: str) -> StoreError:
@@ -250,7 +247,11 @@ class TailChunk:
     first_line_no: int  # 1-based number of lines[0] in the file
     exists: bool
     size: int
-    torn: bool  # the file ends in a partial line (a write in progress, or a crashed writer)
+    tail: bytes  # what follows the last newline: a write in progress, or a line without LF
+
+    @property
+    def torn(self) -> bool:
+        return bool(self.tail)
 
 
 _ANCHOR_BYTES = 64
@@ -272,6 +273,7 @@ class TailReader:
     _size: int = field(default=0, repr=False)
     _mtime_ns: int = field(default=0, repr=False)
     _anchor: bytes = field(default=b"", repr=False)
+    _tail: bytes = field(default=b"", repr=False)
 
     def read(self) -> TailChunk:
         """The whole file, from the start."""
@@ -285,6 +287,10 @@ class TailReader:
         try:
             st = os.stat(self.path, follow_symlinks=False)
         except FileNotFoundError:
+            if self._renamed_to_backup():
+                # The host's compaction renames the file to .bak, then its temporary in:
+                # a moment with no file is not a deletion. The next read sees the new file.
+                return TailChunk(False, [], self.line_count + 1, True, self._size, b"")
             return self._start_over()
         if (
             not stat.S_ISREG(st.st_mode)
@@ -293,7 +299,7 @@ class TailReader:
         ):
             return self._start_over()
         if st.st_size == self._size and st.st_mtime_ns == self._mtime_ns:
-            return TailChunk(False, [], self.line_count + 1, True, self._size, self._torn())
+            return TailChunk(False, [], self.line_count + 1, True, self._size, self._tail)
         back = len(self._anchor)
         got = read_file(self.path, self.offset - back)
         if (
@@ -319,12 +325,20 @@ class TailReader:
             return False
         self.offset = self._size = st.st_size
         self._mtime_ns = st.st_mtime_ns
+        self._tail = b""
         self.line_count += data.count(b"\n")
         self._anchor = (self._anchor + data)[-_ANCHOR_BYTES:]
         return True
 
-    def _torn(self) -> bool:
-        return self._size > self.offset
+    def _renamed_to_backup(self) -> bool:
+        """True if the file we were reading is now ``<file>.bak`` (a compaction under way)."""
+        if self.identity is None:
+            return False
+        try:
+            st = os.stat(self.path.with_name(self.path.name + ".bak"), follow_symlinks=False)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.identity
 
     def _start_over(self) -> TailChunk:
         got = read_file(self.path, 0)
@@ -337,7 +351,8 @@ class TailReader:
             self.identity = None
             self._size = 0
             self._mtime_ns = 0
-            return TailChunk(changed, [], 1, False, 0, False)
+            self._tail = b""
+            return TailChunk(changed, [], 1, False, 0, b"")
         return self._take(got[0], got[1], 0, reset=True)
 
     def _take(self, st: os.stat_result, data: bytes, skip: int, reset: bool) -> TailChunk:
@@ -355,7 +370,8 @@ class TailReader:
         self.offset += end - skip
         self.line_count += len(lines)
         self._size = self.offset + len(data) - end
-        return TailChunk(reset, lines, first, True, self._size, self._size > self.offset)
+        self._tail = data[end:]
+        return TailChunk(reset, lines, first, True, self._size, self._tail)
 
 
 class SafeFile:
@@ -368,7 +384,7 @@ class SafeFile:
         self.bak_path = path.with_name(path.name + ".bak")
         self.corrupt_path = path.with_name(path.name + ".corrupt")
         self.lock_timeout = lock_timeout
-        self._lock: FileLock | None = None  # made once: building a FileLock is not free
+        self.lock = HostLock(self.lock_path, lock_timeout)
 
     @property
     def paths(self) -> tuple[Path, Path, Path, Path]:
@@ -383,38 +399,19 @@ class SafeFile:
             check_path(path)
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold ``<file>.lock``; ``LOCK_TIMEOUT`` after the timeout, never a hang.
+    def locked(self) -> Iterator[HostLock]:
+        """Hold ``<file>.lock`` the host's way (``lock.py``); ``LOCK_TIMEOUT`` after the
+        timeout, never a hang.
 
-        Creates the directory (0700) and the lock file (0600) if needed; ``UNSAFE_PATH`` if
-        any of the file's paths is unsafe (checked before and after waiting for the lock).
+        Creates the directory (0700) if needed; ``UNSAFE_PATH`` if any of the file's paths is
+        unsafe (checked before and after waiting for the lock).
         """
         ensure_dir(self.path.parent, self.root)
         self.check_paths()
-        if not check_path(self.lock_path):
-            os.close(_open_private(self.lock_path, os.O_WRONLY | os.O_CREAT))
-        lock = self._lock
-        if lock is None:
-            lock = self._lock = FileLock(
-                self.lock_path, timeout=self.lock_timeout, mode=FILE_MODE,
-                preserve_lock_file=True, poll_interval=LOCK_POLL_S,
-            )
-        try:
-            lock.acquire()
-        except Timeout:
-            raise StoreError(
-                "LOCK_TIMEOUT",
-                f"{self.lock_path} is held by another process "
-                f"(waited {self.lock_timeout:g} s; DSH_LOCK_TIMEOUT sets the wait)",
-            ) from None
-        except OSError as exc:
-            raise _io_error(self.lock_path, "locking", exc) from None
-        try:
+        with self.lock.held():
             # A path might have been swapped for a link while we waited.
             self.check_paths()
-            yield
-        finally:
-            lock.release()
+            yield self.lock
 
     def size(self) -> int:
         try:
@@ -431,13 +428,20 @@ class SafeFile:
         """
         return _append_synced(self.path, data, "appending")
 
-    def quarantine(self, lines: list[bytes]) -> None:
-        """Append lines verbatim to ``<file>.corrupt`` (never overwritten) and fsync; on a
-        failure ``.corrupt`` is cut back to where it was and ``WRITE_FAILED`` is raised.
+    def quarantine(self, entries: list[tuple[int, str]], captured_at: int) -> None:
+        """Append ``(line number, raw text)`` entries to ``<file>.corrupt`` in the host's format
+        (``{"line", "capturedAt", "raw"}`` per line; never overwritten) and fsync; on a failure
+        ``.corrupt`` is cut back to where it was and ``WRITE_FAILED`` is raised.
         """
-        if not lines:
+        if not entries:
             return
-        data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        data = b"".join(
+            json.dumps(
+                {"line": line_no, "capturedAt": captured_at, "raw": raw},
+                ensure_ascii=False, separators=(",", ":"),
+            ).encode() + b"\n"
+            for line_no, raw in entries
+        )
         _append_synced(self.corrupt_path, data, "quarantining")
 
     def remove_stale_temporaries(self) -> None:
@@ -454,17 +458,14 @@ class SafeFile:
                     if stat.S_ISREG(os.lstat(stale).st_mode):
                         os.unlink(stale)
 
-    def drop_torn_tail(self) -> bytes | None:
-        """With the lock held: a last line without a newline was left by a crashed writer.
-        Move it to ``.corrupt`` and cut the file back to its last newline. Returns the tail.
+    def append_corrupt_bytes(self, data: bytes) -> None:
+        """Append another ``.corrupt`` file's entries to ours (a file being merged into ours)."""
+        _append_synced(self.corrupt_path, data, "quarantining")
+
+    def cut_torn_tail(self, end: int) -> None:
+        """With the lock held: cut the file back to ``end`` (its last newline), removing a
+        line a crashed writer left unfinished (the caller quarantined it first).
         """
-        got = read_file(self.path, 0)
-        if got is None or not got[1] or got[1].endswith(b"\n"):
-            return None
-        data = got[1]
-        end = data.rfind(b"\n") + 1
-        tail = data[end:]
-        self.quarantine([tail])
         fd = _open_private(self.path, os.O_WRONLY)
         try:
             os.ftruncate(fd, end)
@@ -473,7 +474,6 @@ class SafeFile:
             raise _io_error(self.path, "truncating the torn tail", exc) from None
         finally:
             os.close(fd)
-        return tail
 
     def replace(self, data: bytes, backup: bytes | None) -> None:
         """Atomically replace the file (lock held), writing ``backup`` to ``.bak`` first."""

@@ -1,14 +1,23 @@
-"""The memory record (schemaVersion 1): models, enumerations, validation, hashing and ids.
+"""The memory record (schemaVersion 1): models, enumerations, the host's validation, hashing, ids.
 
-No I/O here. ``parse_line`` and ``validate_record`` are the one place every rule of SPEC 3 lives;
-the store calls them on every read and before every write.
+No I/O here. ``parse_line`` (a line of a file) and ``record_from_json`` (a bundle entry) are the
+one place the host's rules live (SPEC 4: its ``validateRecord`` and ``validateGovernance``, rule
+for rule and limit for limit, with the host's message for each). A line gets the same verdict
+here as in the host (``tests/interop`` replays the host's own verdicts).
+
+Two paths give one verdict: pydantic parses the usual line in Rust (strict types), then
+``_fast_ok`` checks what types cannot say (bytes, control characters, JS ``trim``, safe
+integers). Any line either path doubts goes to ``_validate_value``, which follows the host's
+order of checks over ``json.loads`` output and says which rule broke.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
+import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Self
@@ -18,6 +27,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from .errors import StoreError
 
 SCHEMA_VERSION = 1
+MAX_TITLE_BYTES = 256
+MAX_CONTENT_BYTES = 64 * 1024
+MAX_TAGS = 32
+MAX_TAG_BYTES = 64
+MAX_ID_BYTES = 256
+MAX_SCOPE_KEY_BYTES = 512
+MAX_NOTE_BYTES = 512
+MAX_SOURCE_REFS = 32
+MAX_SAFE_INTEGER = 2**53 - 1
+# The host joins at most this many further physical lines to recover a record (33 in all).
+MAX_RECOVERY_JOINS = 32
 
 
 class Scope(StrEnum):
@@ -67,6 +87,9 @@ class ProvenanceKind(StrEnum):
     IMPORT = "import"
 
 
+SOURCE_REF_KINDS = ("session", "event", "file", "url", "import")
+SourceRefKind = Literal["session", "event", "file", "url", "import"]
+
 RETENTION_BY_SCOPE = {
     Scope.SESSION: Retention.SESSION_END,
     Scope.PROJECT: Retention.PROJECT_DELETE,
@@ -74,19 +97,12 @@ RETENTION_BY_SCOPE = {
     Scope.USER: Retention.USER_MANAGED,
 }
 
+# The origin a *new* record of each provenance kind gets (SPEC 6).
 ORIGIN_BY_PROVENANCE = {
     ProvenanceKind.USER: Origin.USER_AUTHORED,
     ProvenanceKind.AGENT: Origin.MODEL_SUGGESTED,
     ProvenanceKind.TOOL: Origin.DERIVED,
     ProvenanceKind.IMPORT: Origin.IMPORTED,
-}
-
-# The id's <source> part for a record of each origin.
-ID_SOURCE_BY_ORIGIN = {
-    Origin.USER_AUTHORED: "user",
-    Origin.MODEL_SUGGESTED: "agent",
-    Origin.DERIVED: "auto",
-    Origin.IMPORTED: "import",
 }
 
 # Who sees a record kept in each scope (the copy dialog and the docs say this).
@@ -96,6 +112,82 @@ AUDIENCE_BY_SCOPE = {
     Scope.SHARED: "everyone sharing this project (the file is committed with it)",
     Scope.USER: "every project of this user",
 }
+
+# JavaScript's String.prototype.trim() removes exactly these (WhiteSpace and LineTerminator).
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_NOT_JS_SPACE = re.compile(f"[^{re.escape(JS_WHITESPACE)}]")
+_TEXT_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_CONTENT_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_HASH = re.compile("sha256:[0-9a-f]{64}")
+
+
+def js_trim(text: str) -> str:
+    return text.strip(JS_WHITESPACE)
+
+
+def utf8_len(text: str) -> int:
+    """UTF-8 bytes as node counts them (a lone surrogate is U+FFFD, three bytes)."""
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError:
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8(text: str) -> bytes:
+    """UTF-8 as node encodes a string (a lone surrogate becomes U+FFFD)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
+
+
+def text_ok(value: Any, max_bytes: int) -> bool:
+    """The host's ``text()`` rule: a string, not blank after trim, at most ``max_bytes`` UTF-8
+    bytes, no C0 control character or DEL.
+    """
+    return (
+        type(value) is str
+        and _TEXT_CONTROL.search(value) is None
+        and _NOT_JS_SPACE.search(value) is not None
+        and (len(value) * 4 <= max_bytes or utf8_len(value) <= max_bytes)
+    )
+
+
+def content_ok(value: Any, max_bytes: int = MAX_CONTENT_BYTES) -> bool:
+    """The host's ``contentText()``: like ``text_ok`` but tab, LF and CR are allowed."""
+    return (
+        type(value) is str
+        and _CONTENT_CONTROL.search(value) is None
+        and _NOT_JS_SPACE.search(value) is not None
+        and (len(value) * 4 <= max_bytes or utf8_len(value) <= max_bytes)
+    )
+
+
+def safe_int(value: Any) -> int | None:
+    """``value`` as an int if it is a JavaScript safe integer >= 0 (``1e3``, ``1.0`` and ``-0``
+    included, as JSON.parse gives them), else None.
+    """
+    if type(value) is int:
+        return value if 0 <= value <= MAX_SAFE_INTEGER else None
+    if type(value) is float and value.is_integer() and -1 < value <= MAX_SAFE_INTEGER:
+        return int(value)
+    return None
+
+
+def user_id_problem(user_id: str) -> str | None:
+    """Why ``user_id`` cannot name a user profile (the host's rule), or None."""
+    if not user_id.strip(JS_WHITESPACE):
+        return "is blank"
+    if len(user_id.encode("utf-16-le", "surrogatepass")) // 2 > 256:
+        return "is longer than 256 characters"
+    if re.search("[\\\\/\x00-\x1f\x7f]", user_id):
+        return "contains '/', '\\\\' or a control character"
+    if utf8_len(user_id) > MAX_SCOPE_KEY_BYTES:
+        return "is longer than 512 UTF-8 bytes"
+    return None
 
 
 class _Open(BaseModel):
@@ -155,32 +247,49 @@ def _share_shapes(record: Record) -> Record:
     ``_Open``). Provenance and source refs have a few fields: their small sets are left alone.
     """
     _share(record)
-    _share(record.governance)
+    if record.governance is not None:
+        _share(record.governance)
     return record
 
 
+
+
 class SourceRef(_Open):
-    kind: str
+    kind: SourceRefKind
     id: str
+    # Not validated as a type by the host: String(value) must look like a hash.
+    contentHash: Any = None
 
 
 class Provenance(_Open):
     kind: ProvenanceKind
-    sessionId: str | None = None
-    eventSeq: int | None = None
-    note: str | None = None
+    # Absent, never null: a null is refused by the host (``None`` here means absent).
+    sessionId: str = None  # type: ignore[assignment]
+    eventSeq: int = None  # type: ignore[assignment]
+    note: str = None  # type: ignore[assignment]
 
 
 class Governance(_Open):
     origin: Origin
     sourceRefs: list[SourceRef]
     verification: Verification
+    verifiedAt: int = None  # type: ignore[assignment]
+    verifiedBy: Literal["user", "trusted-tool"] = None  # type: ignore[assignment]
+    confidence: Literal["low", "medium", "high"] = None  # type: ignore[assignment]
     revision: int
+    conflictGroup: Any = None  # not validated by the host: any JSON value is kept
+    pinnedAt: int = None  # type: ignore[assignment]
+    pinnedBy: Literal["user"] = None  # type: ignore[assignment]
+    expiresAt: int = None  # type: ignore[assignment]
     retention: Retention
-    verifiedAt: int | None = None
-    reviewedBy: str | None = None
-    reviewedAt: int | None = None
-    reviewNote: str | None = None
+    # Our review extras (SPEC 4); the host ignores them, so any value a line has is kept.
+    reviewedBy: Any = None
+    reviewedAt: Any = None
+    reviewNote: Any = None
+
+    @property
+    def pinned(self) -> bool:
+        return self.pinnedAt is not None
 
 
 class Record(_Open):
@@ -197,10 +306,12 @@ class Record(_Open):
     provenance: Provenance
     createdAt: int
     updatedAt: int
+    lastUsedAt: int = None  # type: ignore[assignment]
     useCount: int
     contentHash: str
     status: Status
-    # Optional only on read: records from older hosts have none and get the SPEC 3 defaults.
+    # Absent on an older host's record: ``governance`` then holds the host's defaults
+    # (``legacy_governance``) without being "set", so the line is written back as it was.
     governance: Governance = None  # type: ignore[assignment]
 
     @field_validator("schemaVersion", mode="before")
@@ -219,6 +330,11 @@ class Record(_Open):
     def revision(self) -> int:
         return self.governance.revision
 
+    @property
+    def is_legacy(self) -> bool:
+        """True for an older host's record without ``governance`` in its line."""
+        return "governance" not in self.__pydantic_fields_set__
+
     def in_review_queue(self, include_derived: bool = False) -> bool:
         """Active, unverified, and written by the agent or an import (or the auto-writer)."""
         origins = (Origin.MODEL_SUGGESTED, Origin.IMPORTED)
@@ -232,16 +348,32 @@ class Record(_Open):
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The record as the JSON object of SPEC 3 (what ``--json`` and export print)."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        """The record as the JSON object of SPEC 4 (what ``--json`` and export print), with
+        the governance filled in for an older host's record (as the host's export does).
+        """
+        try:
+            data = self.model_dump(mode="json", exclude_unset=True)
+        except (ValueError, TypeError):  # a lone surrogate the host accepted
+            data = json.loads(_dumps_ascii(self.model_dump(exclude_unset=True)))
+        if "governance" not in data:
+            data["governance"] = self.governance.model_dump(mode="json", exclude_unset=True)
+        return data
 
     def to_line(self) -> bytes:
-        """The record as one JSONL line, newline included."""
-        return self.model_dump_json(exclude_unset=True).encode() + b"\n"
+        """The record as one JSONL line, newline included (UTF-8, like the host's)."""
+        try:
+            return self.model_dump_json(exclude_unset=True).encode() + b"\n"
+        except (ValueError, TypeError):
+            # A lone surrogate: escaped, as JSON.stringify writes it.
+            return _dumps_ascii(self.model_dump(exclude_unset=True)).encode() + b"\n"
+
+
+def _dumps_ascii(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def content_hash(content: str) -> str:
-    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+    return "sha256:" + hashlib.sha256(utf8(content)).hexdigest()
 
 
 def now_ms() -> int:
@@ -250,8 +382,18 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def new_id(source: str, record_type: RecordType | str) -> str:
-    return f"memory:{source}:{RecordType(record_type).value}:{secrets.token_hex(16)}"
+def new_id() -> str:
+    """A new record id, as the host makes them (``memory:<uuid>``)."""
+    return f"memory:{uuid.uuid4()}"
+
+
+def import_id() -> str:
+    """The id of an imported record, as the host's import makes them."""
+    return f"memory:import:{uuid.uuid4()}"
+
+
+def random_hex(n_bytes: int = 16) -> str:
+    return secrets.token_hex(n_bytes)
 
 
 def session_scope_key(session_id: str, root_id: str) -> str:
@@ -259,28 +401,62 @@ def session_scope_key(session_id: str, root_id: str) -> str:
 
 
 def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(utf8(text)).hexdigest()
+
+
+def session_file_stem(scope_key: str) -> str:
+    """A session file's name without ``.jsonl``: the first 32 hex of sha256(scopeKey)."""
+    return sha256_hex(scope_key)[:32]
+
+
+def conflict_group_for(title: str) -> str:
+    """The host's conflict group of a title (trim + lower case)."""
+    return "conflict:" + sha256_hex(js_trim(title).lower())[:24]
+
+
+def title_key(title: str) -> str:
+    """Titles that the host compares as equal have the same key."""
+    return js_trim(title).lower()
 
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """Where a line lives: its scope and, for a session file, the file's hash name."""
+    """Which file a line was read from: its scope and scopeKey. ``scope_key`` is None for a
+    session file found on disk; its own lines are those whose scopeKey hashes to ``stem``.
+    """
 
     scope: Scope
-    session_file_hash: str | None = None
+    scope_key: str | None
+    stem: str | None = None
+
+    def owns(self, scope_key: str) -> bool:
+        if self.scope_key is not None:
+            return scope_key == self.scope_key
+        return self.stem is not None and session_file_stem(scope_key) == self.stem
 
 
 class RecordInvalid(ValueError):
-    """A line or record that breaks a rule; ``reason`` is one readable sentence."""
+    """A line or record that breaks a rule. ``host_message`` is the host's own message for
+    the rule (its warning text); ``reason`` adds what we know in words.
+    """
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def __init__(self, host_message: str, detail: str = "", *, not_json: bool = False) -> None:
+        self.host_message = host_message
+        self.not_json = not_json  # JSON.parse failed: the host then tries to recover it
+        self.reason = f"{host_message} ({detail})" if detail else host_message
+        super().__init__(self.reason)
+
+    @property
+    def warning_code(self) -> str:
+        """The host's warning code for this line: BAD_HASH when the rule is about a hash."""
+        return "BAD_HASH" if "hash" in self.host_message else "CORRUPT_RECORD"
 
 
 @dataclass(frozen=True, slots=True)
 class FutureLine:
-    """A line with ``schemaVersion > 1``: shown read-only, kept verbatim, never listed."""
+    """A line with another schemaVersion (a safe integer other than 1): the host makes the
+    whole file read-only; we keep it verbatim, show it read-only and never list it.
+    """
 
     schema_version: int
     id: str | None
@@ -288,139 +464,558 @@ class FutureLine:
     scope_key: str | None
 
 
-_HEX = frozenset("0123456789abcdef")
+@dataclass(frozen=True, slots=True)
+class ForeignLine:
+    """A line of the file's scope with another scopeKey (another user's profile, a project
+    copied or moved from elsewhere): kept byte for byte, never validated, never ours.
+    """
+
+    scope_key: str
+    id: str | None
+    title: str | None
+
+
+def legacy_governance(record: Record) -> Governance:
+    """The host's ``memoryGovernance()`` defaults for a record without governance: agent and
+    tool records are ``derived``, user records ``verified`` at updatedAt by ``user``.
+    """
+    prov = record.provenance
+    kind = prov.kind
+    refs: list[SourceRef] = []
+    if kind is not ProvenanceKind.USER:
+        ref_kind = "import" if kind is ProvenanceKind.IMPORT else "session"
+        refs.append(SourceRef(kind=ref_kind, id=prov.sessionId or record.id))
+    gov: dict[str, Any] = {
+        "origin": Origin.USER_AUTHORED if kind is ProvenanceKind.USER
+        else Origin.IMPORTED if kind is ProvenanceKind.IMPORT else Origin.DERIVED,
+        "sourceRefs": refs,
+        "verification": Verification.VERIFIED if kind is ProvenanceKind.USER
+        else Verification.UNVERIFIED,
+    }
+    if kind is ProvenanceKind.USER:
+        gov["verifiedAt"] = record.updatedAt
+        gov["verifiedBy"] = "user"
+    gov["revision"] = 1
+    gov["retention"] = RETENTION_BY_SCOPE[record.scope]
+    return Governance(**gov)
+
+
+def _fill_legacy(record: Record) -> Record:
+    if record.__dict__["governance"] is None:
+        # Straight into __dict__: the field stays "unset", so the line is written back as is.
+        record.__dict__["governance"] = legacy_governance(record)
+    return record
+
+
+def is_expired(record: Record, now: int) -> bool:
+    g = record.governance
+    return (
+        g.verification is Verification.VERIFIED
+        and g.expiresAt is not None
+        and g.expiresAt <= now
+    )
+
+
+def expired_view(record: Record) -> Record:
+    """How the host shows a verified record past ``expiresAt``: stale, revision + 1, unpinned.
+    A view: nothing is written.
+    """
+    g = record.governance.model_dump(exclude_unset=True)
+    g.pop("pinnedAt", None)
+    g.pop("pinnedBy", None)
+    g["verification"] = Verification.STALE
+    g["revision"] = record.governance.revision + 1
+    view = record.model_copy(update={"governance": Governance(**g)})
+    _thaw(view)
+    view.__pydantic_fields_set__.add("governance")
+    return view
+
+
+def effective(record: Record, now: int) -> Record:
+    """The record as the host reads it at ``now`` (``expired_view`` when it has expired)."""
+    return expired_view(record) if is_expired(record, now) else record
+
+
+# ----------------------------------------------------------------------------- validation
+
 _sha256 = hashlib.sha256
 _USER_AUTHORED = Origin.USER_AUTHORED
 _VERIFIED = Verification.VERIFIED
 
 
-def _legacy_governance(record: Record) -> Governance:
-    prov = record.provenance
-    refs: list[SourceRef] = []
-    if prov.sessionId is not None:
-        refs.append(SourceRef(kind="session", id=prov.sessionId))
-    if prov.eventSeq is not None:
-        refs.append(SourceRef(kind="event", id=str(prov.eventSeq)))
-    return Governance(
-        origin=ORIGIN_BY_PROVENANCE[prov.kind],
-        sourceRefs=refs,
-        verification=Verification.UNVERIFIED,
-        revision=1,
-        retention=RETENTION_BY_SCOPE[record.scope],
-    )
+def _int_ok(value: int | None) -> bool:
+    return value is None or 0 <= value <= MAX_SAFE_INTEGER
+
+
+# Tests turn it off to hold the fast path to the same verdicts as ``_validate_value``.
+FAST_PATH = True
+
+
+def _fast_ok(record: Record) -> bool:
+    """True if the host accepts this pydantic-parsed record (strict types already hold).
+    False means "ask ``_validate_value``", not "invalid": it knows the rule and its message.
+    """
+    d = record.__dict__
+    content = d["content"]
+    if not (
+        text_ok(d["id"], MAX_ID_BYTES)
+        and text_ok(d["scopeKey"], MAX_SCOPE_KEY_BYTES)
+        and text_ok(d["title"], MAX_TITLE_BYTES)
+        and content_ok(content)
+        and len(d["tags"]) <= MAX_TAGS
+        and all(text_ok(t, MAX_TAG_BYTES) for t in d["tags"])
+        and d["contentHash"] == "sha256:" + _sha256(content.encode()).hexdigest()
+    ):
+        return False
+    created, updated, used = d["createdAt"], d["updatedAt"], d["lastUsedAt"]
+    if not (
+        0 <= created <= updated <= MAX_SAFE_INTEGER
+        and 0 <= d["useCount"] <= MAX_SAFE_INTEGER
+        and _int_ok(used)
+    ):
+        return False
+    p = d["provenance"].__dict__
+    if not (
+        (p["sessionId"] is None or text_ok(p["sessionId"], MAX_ID_BYTES))
+        and (p["note"] is None or text_ok(p["note"], MAX_NOTE_BYTES))
+        and _int_ok(p["eventSeq"])
+    ):
+        return False
+    gov = d["governance"]
+    if gov is None:
+        return True
+    g = gov.__dict__
+    refs = g["sourceRefs"]
+    if not (
+        len(refs) <= MAX_SOURCE_REFS
+        and (refs or g["origin"] is _USER_AUTHORED)
+        and 1 <= g["revision"] <= MAX_SAFE_INTEGER
+        and (g["verifiedAt"] is not None or g["verification"] is not _VERIFIED)
+        and (g["pinnedAt"] is None or g["pinnedBy"] is not None)
+        and _int_ok(g["verifiedAt"])
+        and _int_ok(g["expiresAt"])
+        and _int_ok(g["pinnedAt"])
+    ):
+        return False
+    for ref in refs:
+        r = ref.__dict__
+        h = r["contentHash"]
+        if not text_ok(r["id"], MAX_ID_BYTES) or (
+            (h is not None or "contentHash" in ref.__pydantic_fields_set__)
+            and not (type(h) is str and _HASH.fullmatch(h))
+        ):
+            return False
+    return True
+
+
+def _js_string(value: Any) -> str | None:
+    """String(value) for the values a hash test can meet; None when it cannot be a hash."""
+    if type(value) is str:
+        return value
+    if type(value) is list:
+        parts = [_js_string(v) if v is not None else "" for v in value]
+        return None if any(p is None for p in parts) else ",".join(parts)  # type: ignore[arg-type]
+    return None
+
+
+_SCOPES = tuple(s.value for s in Scope)
+_TYPES = tuple(t.value for t in RecordType)
+_STATUSES = tuple(s.value for s in Status)
+_KINDS = tuple(k.value for k in ProvenanceKind)
+_ORIGINS = tuple(o.value for o in Origin)
+_VERIFICATIONS = tuple(v.value for v in Verification)
+_RETENTIONS = tuple(r.value for r in Retention)
+
+
+def _need_text(value: Any, max_bytes: int, label: str) -> None:
+    if not text_ok(value, max_bytes):
+        raise RecordInvalid(f"{label} is invalid", _text_detail(value, max_bytes))
+
+
+def _text_detail(value: Any, max_bytes: int) -> str:
+    if type(value) is not str:
+        return "not a string" if value is not None else "null"
+    if _NOT_JS_SPACE.search(value) is None:
+        return "blank"
+    if _TEXT_CONTROL.search(value):
+        return "contains a control character"
+    return f"over {max_bytes} UTF-8 bytes"
+
+
+def _need_int(obj: dict[str, Any], key: str, label: str) -> None:
+    value = safe_int(obj[key])
+    if value is None:
+        raise RecordInvalid(f"{label} is invalid", "not a safe integer >= 0")
+    obj[key] = value
+
+
+def _is_object(value: Any) -> bool:
+    # JavaScript's `value && typeof value === "object"`: arrays pass too, even empty ones.
+    return isinstance(value, (dict, list))
+
+
+def _js_safe_integer(value: Any) -> bool:
+    """Number.isSafeInteger: negative values included, booleans and strings not."""
+    if type(value) is int:
+        return abs(value) <= MAX_SAFE_INTEGER
+    return type(value) is float and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
+
+
+def _validate_governance(value: Any) -> dict[str, Any]:
+    if not _is_object(value):
+        raise RecordInvalid("Memory governance is invalid")
+    g = value if isinstance(value, dict) else {}
+    if (
+        g.get("origin") not in _ORIGINS
+        or g.get("verification") not in _VERIFICATIONS
+        or g.get("retention") not in _RETENTIONS
+    ):
+        raise RecordInvalid("Memory governance enum is invalid")
+    refs = g.get("sourceRefs")
+    if not isinstance(refs, list) or len(refs) > MAX_SOURCE_REFS:
+        raise RecordInvalid("Memory source references are invalid", "at most 32")
+    for ref in refs:
+        if not _is_object(ref):
+            raise RecordInvalid("Memory source reference is invalid")
+        r = ref if isinstance(ref, dict) else {}
+        if r.get("kind") not in SOURCE_REF_KINDS:
+            raise RecordInvalid(
+                "Memory source reference kind is invalid",
+                f"{r.get('kind')!r} is not one of {', '.join(SOURCE_REF_KINDS)}",
+            )
+        _need_text(r.get("id"), MAX_ID_BYTES, "Memory source reference id")
+        if "contentHash" in r:
+            text = _js_string(r["contentHash"])
+            if text is None or not _HASH.fullmatch(text):
+                raise RecordInvalid("Memory source reference hash is invalid")
+    if g["origin"] != "user-authored" and not refs:
+        raise RecordInvalid("Non-user Memory requires a source reference")
+    revision = safe_int(g.get("revision"))
+    if revision is None or revision < 1:
+        raise RecordInvalid("Memory revision is invalid", "a safe integer >= 1")
+    g["revision"] = revision
+    if "confidence" in g and g["confidence"] not in ("low", "medium", "high"):
+        raise RecordInvalid("Memory confidence is invalid")
+    if "verifiedBy" in g and g["verifiedBy"] not in ("user", "trusted-tool"):
+        raise RecordInvalid("Memory verifiedBy is invalid")
+    for key in ("verifiedAt", "expiresAt", "pinnedAt"):
+        if key in g:
+            _need_int(g, key, f"Memory {key}")
+    if "pinnedBy" in g and g["pinnedBy"] != "user":
+        raise RecordInvalid("Memory pinnedBy is invalid")
+    if "pinnedAt" in g and "pinnedBy" not in g:
+        raise RecordInvalid("Pinned Memory requires an actor")
+    if g["verification"] == "verified" and "verifiedAt" not in g:
+        raise RecordInvalid("Verified Memory requires a timestamp")
+    return g
+
+
+def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine | ForeignLine:
+    """The host's verdict on a parsed JSON value, in the host's order of checks."""
+    if isinstance(obj, dict) and location is not None:
+        key = obj.get("scopeKey")
+        if obj.get("scope") == location.scope.value and type(key) is str and not location.owns(
+            key
+        ):
+            return ForeignLine(key, _str_or_none(obj.get("id")), _str_or_none(obj.get("title")))
+    if _is_object(obj):
+        version = obj.get("schemaVersion") if isinstance(obj, dict) else None
+        if version != SCHEMA_VERSION or type(version) is bool:
+            if not _js_safe_integer(version):
+                raise RecordInvalid("Memory record schema is invalid", "schemaVersion is not 1")
+            return FutureLine(
+                int(version), _str_or_none(obj.get("id")), _str_or_none(obj.get("title")),
+                _str_or_none(obj.get("scopeKey")),
+            )
+    if not isinstance(obj, dict):
+        raise RecordInvalid("Memory record must be an object")
+    obj["schemaVersion"] = SCHEMA_VERSION
+    _need_text(obj.get("id"), MAX_ID_BYTES, "Memory id")
+    scope = obj.get("scope")
+    if scope not in _SCOPES or (location is not None and (
+        scope != location.scope.value or not location.owns(obj.get("scopeKey")))
+    ):
+        raise RecordInvalid(
+            "Memory record scope does not match this store",
+            f"scope {scope!r}" + (f", file of scope {location.scope.value}" if location else ""),
+        )
+    _need_text(obj.get("scopeKey"), MAX_SCOPE_KEY_BYTES, "Memory scope key")
+    if obj.get("type") not in _TYPES:
+        raise RecordInvalid("Memory type is invalid", f"{obj.get('type')!r}")
+    _need_text(obj.get("title"), MAX_TITLE_BYTES, "Memory title")
+    if not content_ok(obj.get("content")):
+        raise RecordInvalid("Memory content is invalid", _content_detail(obj.get("content")))
+    tags = obj.get("tags")
+    if not isinstance(tags, list) or len(tags) > MAX_TAGS:
+        raise RecordInvalid("Memory tags are invalid", "a list of at most 32")
+    for tag in tags:
+        _need_text(tag, MAX_TAG_BYTES, "Memory tag")
+    prov = obj.get("provenance")
+    if not _is_object(prov):
+        raise RecordInvalid("Memory provenance is invalid")
+    p = prov if isinstance(prov, dict) else {}
+    if p.get("kind") not in _KINDS:
+        raise RecordInvalid("Memory provenance kind is invalid")
+    if "sessionId" in p:
+        _need_text(p["sessionId"], MAX_ID_BYTES, "Memory provenance session")
+    if "note" in p:
+        _need_text(p["note"], MAX_NOTE_BYTES, "Memory provenance note")
+    if "eventSeq" in p:
+        _need_int(p, "eventSeq", "Memory provenance event")
+    for key in ("createdAt", "updatedAt"):
+        if key not in obj:
+            _missing(key)
+        _need_int(obj, key, f"Memory {key}")
+    if obj["updatedAt"] < obj["createdAt"]:
+        raise RecordInvalid("Memory timestamps are invalid", "updatedAt is before createdAt")
+    if "lastUsedAt" in obj:
+        _need_int(obj, "lastUsedAt", "Memory lastUsedAt")
+    if "useCount" not in obj:
+        _missing("useCount")
+    _need_int(obj, "useCount", "Memory useCount")
+    if obj.get("status") not in _STATUSES:
+        raise RecordInvalid("Memory status is invalid")
+    _need_text(obj.get("contentHash"), 80, "Memory content hash")
+    h = obj["contentHash"]
+    if not _HASH.fullmatch(h) or h != content_hash(obj["content"]):
+        raise RecordInvalid(
+            "Memory content hash is invalid", "not the sha256 of the content"
+        )
+    if "governance" in obj:
+        obj["governance"] = _validate_governance(obj["governance"])
+    return _fill_legacy(_share_shapes(Record.model_validate(obj)))
+
+
+def _missing(key: str) -> None:
+    raise RecordInvalid(f"Memory {key} is invalid", "missing")
+
+
+def _content_detail(value: Any) -> str:
+    if type(value) is not str:
+        return "not a string"
+    if _NOT_JS_SPACE.search(value) is None:
+        return "blank"
+    if _CONTENT_CONTROL.search(value):
+        return "contains a control character other than tab, LF, CR"
+    return f"over {MAX_CONTENT_BYTES} UTF-8 bytes"
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_js(text: str) -> Any:
+    """``JSON.parse``: NaN and Infinity are not JSON; duplicate keys keep the last value."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def decode_js(line: bytes) -> str:
+    """Bytes as node's ``readFile(..., "utf8")`` decodes them (bad bytes are U+FFFD)."""
+    return line.decode("utf-8", "replace")
+
+
+def parse_line(
+    line: bytes, location: Location | None = None
+) -> Record | FutureLine | ForeignLine:
+    """The host's verdict on one physical line (newline excluded or included).
+
+    Returns a validated ``Record``, a ``FutureLine`` or a ``ForeignLine``; raises
+    ``RecordInvalid`` (``reason``, ``host_message``) for a line the host quarantines.
+    """
+    if FAST_PATH and b"NaN" not in line and b"Infinity" not in line:  # Rust accepts those
+        try:
+            record = Record.model_validate_json(line, strict=True)
+        except ValidationError:
+            pass
+        else:
+            if location is not None and not (
+                record.scope is location.scope and location.owns(record.scopeKey)
+            ):
+                if record.scope is location.scope:
+                    return ForeignLine(record.scopeKey, record.id, record.title)
+            elif _fast_ok(record):
+                return _fill_legacy(_share_shapes(record))
+    try:
+        value = loads_js(js_trim(decode_js(line)))
+    except (ValueError, RecursionError):
+        raise RecordInvalid("Memory record is invalid", "not valid JSON", not_json=True) from None
+    return _validate_value(value, location)
+
+
+def parse_text(text: str, location: Location | None = None) -> Record | FutureLine | ForeignLine:
+    """``parse_line`` for text that is already one JSON document (a recovered record)."""
+    try:
+        value = loads_js(text)
+    except (ValueError, RecursionError):
+        raise RecordInvalid("Memory record is invalid", "not valid JSON") from None
+    return _validate_value(value, location)
+
+
+def escape_string_controls(text: str) -> str:
+    """Raw LF, CR and TAB inside JSON strings written as escapes (the host's recovery of a
+    record whose content was written with raw newlines).
+    """
+    out: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif in_string and ch == "\\":
+            escaped = True
+        elif ch == '"':
+            in_string = not in_string
+        elif in_string and ch in "\n\r\t":
+            ch = "\\n" if ch == "\n" else "\\r" if ch == "\r" else "\\t"
+        out.append(ch)
+    return "".join(out)
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def recover_multiline(lines: list[str], start: int) -> tuple[Any, int] | None:
+    """The host's recovery of a record spread over physical lines: join the next lines (at
+    most 32 more) until the text, its in-string controls escaped, parses as a JSON object or
+    array. Returns the value and the index of the last line used, or None.
+    """
+    buffer = lines[start]
+    for index in range(start + 1, len(lines)):
+        if index - start > MAX_RECOVERY_JOINS or _utf16_len(buffer) > MAX_CONTENT_BYTES:
+            return None
+        buffer = f"{buffer}\n{lines[index]}"
+        try:
+            value = loads_js(escape_string_controls(buffer))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, (dict, list)):
+            return value, index
+    return None
+
+
+Parsed = Record | FutureLine | ForeignLine
+
+
+@dataclass(slots=True)
+class ParsedLine:
+    """One entry of a file as the host reads it: usually one physical line, or several for
+    a recovered record. ``first``/``last`` index physical lines (0-based).
+    """
+
+    first: int
+    last: int
+    raw: bytes  # the physical lines joined with LF, without a final newline
+    result: Parsed | RecordInvalid
+    recovered: bool = False
+
+    def warning_code(self, n_lines: int, ends_with_newline: bool) -> str:
+        """The host's warning for this entry of a file of ``n_lines`` physical lines."""
+        r = self.result
+        if isinstance(r, FutureLine):
+            return "UNSUPPORTED_SCHEMA"
+        if not isinstance(r, RecordInvalid):
+            return "RECOVERED_LINE" if self.recovered else ""
+        # Only a line that was JSON can be "truncated"; a torn non-JSON line is corrupt.
+        if not r.not_json and self.last == n_lines - 1 and not ends_with_newline:
+            return "TRUNCATED_LINE"
+        return r.warning_code
+
+    @property
+    def quarantine_text(self) -> str:
+        """What the host writes as ``raw`` in ``.corrupt`` (newline included)."""
+        text = decode_js(self.raw)
+        return (text if self.recovered else js_trim(text)) + "\n"
+
+
+def _blank(raw: bytes) -> bool:
+    return raw[:1] != b"{" and not js_trim(decode_js(raw))
+
+
+def parse_lines(lines: list[bytes], location: Location | None) -> list[ParsedLine]:
+    """Every entry of ``lines`` (physical lines without their LF; the last one is what follows
+    the file's last LF, often empty), as the host's ``open()`` reads them: blank lines skipped,
+    a line that is not JSON recovered with the lines after it when it can be.
+    """
+    out: list[ParsedLine] = []
+    n = len(lines)
+    i = 0
+    while i < n:
+        raw = lines[i]
+        if _blank(raw):
+            i += 1
+            continue
+        try:
+            out.append(ParsedLine(i, i, raw, parse_line(raw, location)))
+            i += 1
+            continue
+        except RecordInvalid as exc:
+            if not exc.not_json or i + 1 >= n:
+                out.append(ParsedLine(i, i, raw, exc))
+                i += 1
+                continue
+            failure = exc
+        window = [decode_js(line) for line in lines[i : i + MAX_RECOVERY_JOINS + 2]]
+        got = recover_multiline(window, 0)
+        if got is None:
+            out.append(ParsedLine(i, i, raw, failure))
+            i += 1
+            continue
+        value, last = got
+        result: Parsed | RecordInvalid
+        try:
+            result = _validate_value(value, location)
+        except RecordInvalid as exc:
+            result = exc
+        out.append(ParsedLine(i, i + last, b"\n".join(lines[i : i + last + 1]), result, True))
+        i += last + 1
+    return out
 
 
 def validate_record(record: Record, location: Location | None = None) -> Record:
-    """Check every rule of SPEC 3; raise ``RecordInvalid`` with the first broken rule.
-
-    Fills the defaults of an older host's record that has no ``governance``. With a
-    ``location``, also checks that the record belongs in that file.
+    """The host's verdict on a record pydantic already parsed (strict types): the record with
+    its legacy governance filled in, or ``RecordInvalid``.
     """
-    if record.governance is None:
-        record.governance = _legacy_governance(record)
-    # Every load runs this on every line: one expression over the fields' dicts first; the
-    # readable reason is looked for only when it fails (``_broken_rule`` lists the same rules).
-    d = record.__dict__
-    g = d["governance"].__dict__
-    if (
-        d["contentHash"] == "sha256:" + _sha256(d["content"].encode()).hexdigest()
-        and (g["sourceRefs"] or g["origin"] is _USER_AUTHORED)
-        and (g["verifiedAt"] is not None or g["verification"] is not _VERIFIED)
-        and g["revision"] >= 1
-        and d["updatedAt"] >= d["createdAt"]
-        and d["useCount"] >= 0
-        and (
-            location is None
-            or (
-                d["scope"] is location.scope
-                and (
-                    location.session_file_hash is None
-                    or sha256_hex(d["scopeKey"]) == location.session_file_hash
-                )
-            )
-        )
+    if _fast_ok(record) and (
+        location is None or (record.scope is location.scope and location.owns(record.scopeKey))
     ):
-        return record
-    raise RecordInvalid(_broken_rule(record, location))
-
-
-def _broken_rule(record: Record, location: Location | None) -> str:
-    """The first rule of SPEC 3 that ``record`` breaks, as a sentence."""
-    h = record.contentHash
-    if h != content_hash(record.content):
-        if len(h) != 71 or not h.startswith("sha256:") or not _HEX.issuperset(h[7:]):
-            return "contentHash is not 'sha256:' followed by 64 lowercase hex digits"
-        return "contentHash does not match the sha256 of the content"
-    g = record.governance
-    if g.origin is not Origin.USER_AUTHORED and not g.sourceRefs:
-        return f"origin {g.origin.value} needs at least one sourceRefs entry"
-    if g.verification is Verification.VERIFIED and g.verifiedAt is None:
-        return "verification 'verified' needs governance.verifiedAt"
-    if g.revision < 1:
-        return f"revision {g.revision} is below 1"
-    if record.updatedAt < record.createdAt:
-        return "updatedAt is earlier than createdAt"
-    if record.useCount < 0:
-        return f"useCount {record.useCount} is negative"
-    if location is not None and record.scope is not location.scope:
-        return (
-            f"scope {record.scope.value!r} does not match the file's scope "
-            f"{location.scope.value!r}"
-        )
-    return "the session scopeKey does not hash to this file's name"
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in err["loc"]) or "line"
-    return f"{where}: {err['msg']}"
-
-
-def parse_line(line: bytes, location: Location | None = None) -> Record | FutureLine:
-    """Parse one JSONL line (without or with its newline).
-
-    Returns a validated ``Record`` or a ``FutureLine``; raises ``RecordInvalid`` with the reason.
-    """
-    try:
-        # Strict: a string where a number belongs is corrupt, not silently converted.
-        record = Record.model_validate_json(line, strict=True)
-    except ValidationError as exc:
-        reason = _first_error(exc)
-    else:
-        return _share_shapes(validate_record(record, location))
-    # Slow path: tell a newer host's line and plain garbage apart, with a readable reason.
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        raise RecordInvalid("not valid JSON") from None
-    if not isinstance(obj, dict):
-        raise RecordInvalid("not a JSON object")
-    version = obj.get("schemaVersion")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-
-        def text(key: str) -> str | None:
-            value = obj.get(key)
-            return value if isinstance(value, str) else None
-
-        return FutureLine(version, text("id"), text("title"), text("scopeKey"))
-    raise RecordInvalid(reason)
+        return _fill_legacy(record)
+    result = _validate_value(loads_js(record.to_line().decode()), location)
+    if not isinstance(result, Record):
+        raise RecordInvalid("Memory record scope does not match this store")
+    return result
 
 
 def record_from_json(obj: Any, location: Location | None = None) -> Record:
     """Validate an already-parsed JSON object (a bundle entry) as a schemaVersion 1 record,
     with exactly the rules of ``parse_line``. Raises ``RecordInvalid``.
     """
-    if not isinstance(obj, dict):
-        raise RecordInvalid("not a JSON object")
     try:
-        text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        copied = json.loads(json.dumps(obj, allow_nan=False))
     except (TypeError, ValueError, RecursionError):
-        raise RecordInvalid("not a JSON object") from None
+        raise RecordInvalid("Memory record is invalid", "not JSON") from None
+    result = _validate_value(copied, location)
+    if not isinstance(result, Record):
+        raise RecordInvalid(
+            "Memory record schema is unsupported"
+            if isinstance(result, FutureLine) else "Memory record scope does not match this store"
+        )
+    return result
+
+
+def checked(record: Record, location: Location | None = None) -> Record:
+    """The host's verdict on a record about to be written: a failure is a StoreError."""
+    line = record.to_line()
     try:
-        record = Record.model_validate_json(text, strict=True)
-    except ValidationError as exc:
-        raise RecordInvalid(_first_error(exc)) from None
-    return validate_record(record, location)
+        result = parse_line(line, location)
+    except RecordInvalid as exc:
+        raise StoreError("INVALID_RECORD", exc.reason) from None
+    if not isinstance(result, Record):
+        raise StoreError("INVALID_RECORD", "the record does not belong in this file")
+    return record
 
 
 def make_record(
@@ -438,45 +1033,50 @@ def make_record(
     verification: Verification = Verification.UNVERIFIED,
     verified_at: int | None = None,
     retention: Retention | None = None,
+    conflict_group: str | None = None,
     now: int | None = None,
 ) -> Record:
-    """Build a complete, validated revision-1 record. Raises ``StoreError(INVALID_RECORD)``."""
+    """Build a complete, host-valid revision-1 record. Raises ``StoreError(INVALID_RECORD)``."""
     ts = now_ms() if now is None else now
     gov: dict[str, Any] = {
         "origin": origin,
         "sourceRefs": source_refs,
         "verification": verification,
-        "revision": 1,
-        "retention": retention or RETENTION_BY_SCOPE[scope],
     }
     if verified_at is not None:
         gov["verifiedAt"] = verified_at
-    record = Record(
-        schemaVersion=1,
-        id=record_id or new_id(ID_SOURCE_BY_ORIGIN[origin], record_type),
-        scope=scope,
-        scopeKey=scope_key,
-        type=record_type,
-        title=title,
-        content=content,
-        tags=tags,
-        provenance=provenance,
-        createdAt=ts,
-        updatedAt=ts,
-        useCount=0,
-        contentHash=content_hash(content),
-        status=Status.ACTIVE,
-        governance=Governance(**gov),
-    )
+        gov["verifiedBy"] = "user"
+    gov["revision"] = 1
+    if conflict_group is not None:
+        gov["conflictGroup"] = conflict_group
+    gov["retention"] = retention or RETENTION_BY_SCOPE[scope]
+    try:
+        record = Record(
+            schemaVersion=1,
+            id=record_id or new_id(),
+            scope=scope,
+            scopeKey=scope_key,
+            type=record_type,
+            title=title,
+            content=content,
+            tags=tags,
+            provenance=provenance,
+            createdAt=ts,
+            updatedAt=ts,
+            useCount=0,
+            contentHash=content_hash(content),
+            status=Status.ACTIVE,
+            governance=Governance(**gov),
+        )
+    except ValidationError as exc:
+        raise StoreError("INVALID_RECORD", _first_error(exc)) from None
     return checked(record)
 
 
-def checked(record: Record, location: Location | None = None) -> Record:
-    """``validate_record`` for a record about to be written: a failure is a StoreError."""
-    try:
-        return validate_record(record, location)
-    except RecordInvalid as exc:
-        raise StoreError("INVALID_RECORD", exc.reason) from None
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in err["loc"]) or "line"
+    return f"{where}: {err['msg']}"
 
 
 def next_revision(
@@ -484,22 +1084,25 @@ def next_revision(
     now: int,
     changes: dict[str, Any] | None = None,
     governance: dict[str, Any] | None = None,
+    drop: tuple[str, ...] = (),
 ) -> Record:
-    """The record's next revision: ``changes`` to top-level fields, ``governance`` to its own.
+    """The record's next revision: ``changes`` to top-level fields, ``governance`` to its own,
+    governance fields in ``drop`` removed.
 
     The id and createdAt stay; revision is one higher; updatedAt never goes backwards.
     Unknown fields are carried over unchanged.
     """
-    # Rebuilt through the model so a bad value (a wrong enum, say) is caught before writing.
     data = record.model_dump(exclude_unset=True)
     data.update(changes or {})
     data["updatedAt"] = max(now, record.updatedAt)
     if changes and "content" in changes:
         data["contentHash"] = content_hash(changes["content"])
-    data["governance"] = record.governance.model_dump(exclude_unset=True) | {
-        "revision": record.governance.revision + 1,
-        **(governance or {}),
-    }
+    gov = record.governance.model_dump(exclude_unset=True)
+    for key in drop:
+        gov.pop(key, None)
+    gov.update(governance or {})
+    gov["revision"] = record.governance.revision + 1
+    data["governance"] = gov
     try:
         return checked(Record.model_validate(data))
     except ValidationError as exc:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import StoreError
-from .model import Location, Scope, session_scope_key, sha256_hex
+from .model import Location, Scope, session_file_stem, session_scope_key, user_id_problem
 
 MEMORY_DIR = "workspace-memory"
 DEFAULT_LOCK_TIMEOUT = 5.0
@@ -26,14 +27,25 @@ def resolve_workspace(workspace: str | os.PathLike[str] | None = None) -> Path:
 
 
 def resolve_user(user: str | None = None) -> str:
-    """``--user``, else ``DSH_USER_ID``, else the login name."""
+    """``--user``, else ``DSH_USER_ID``, else the login name. ``USAGE`` for an id the host
+    refuses (blank, over 256 characters, ``/``, ``\\`` or a control character).
+    """
     value = user or os.environ.get("DSH_USER_ID")
     if not value:
         try:
             value = getpass.getuser()
         except (KeyError, OSError):
             value = str(os.getuid())
+    problem = user_id_problem(value)
+    if problem is not None:
+        raise StoreError("USAGE", f"user id {value!r} {problem}")
     return value
+
+
+def workspace_root_id(workspace: Path) -> str:
+    """The host's id of a workspace: ``root:`` + sha256 of its canonical (real) path."""
+    canonical = os.path.realpath(workspace)
+    return "root:" + hashlib.sha256(os.fsencode(canonical)).hexdigest()
 
 
 def lock_timeout() -> float:
@@ -58,9 +70,7 @@ class StoreFile:
 
     @property
     def location(self) -> Location:
-        if self.scope is Scope.SESSION:
-            return Location(self.scope, self.path.stem)
-        return Location(self.scope)
+        return Location(self.scope, self.scope_key, self.path.stem)
 
     @property
     def label(self) -> str:
@@ -74,6 +84,12 @@ class StorePaths:
     home: Path
     workspace: Path
     user_id: str
+    # The workspace's rootId: the scopeKey of project and shared-project records.
+    root_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.root_id:
+            object.__setattr__(self, "root_id", workspace_root_id(self.workspace))
 
     @classmethod
     def resolve(
@@ -96,14 +112,12 @@ class StorePaths:
     def workspace_memory_dir(self) -> Path:
         return self.workspace / ".dsh" / MEMORY_DIR
 
-    @property
-    def workspace_key(self) -> str:
-        return str(self.workspace)
 
-    def session_file(self, session_id: str, root_id: str) -> StoreFile:
-        key = session_scope_key(session_id, root_id)
-        return StoreFile(self.sessions_dir / f"{sha256_hex(key)}.jsonl", Scope.SESSION, key,
-                         self.home)
+    def session_file(self, session_id: str, root: str | None = None) -> StoreFile:
+        """A session's file; ``root`` defaults to this workspace's rootId."""
+        key = session_scope_key(session_id, root or self.root_id)
+        path = self.sessions_dir / f"{session_file_stem(key)}.jsonl"
+        return StoreFile(path, Scope.SESSION, key, self.home)
 
     def session_file_at(self, path: Path) -> StoreFile:
         """A session file found on disk; its scopeKey is learned from its records."""
@@ -111,11 +125,11 @@ class StorePaths:
 
     def project_file(self) -> StoreFile:
         path = self.workspace_memory_dir / "records.jsonl"
-        return StoreFile(path, Scope.PROJECT, self.workspace_key, self.workspace)
+        return StoreFile(path, Scope.PROJECT, self.root_id, self.workspace)
 
     def shared_file(self) -> StoreFile:
         path = self.workspace_memory_dir / "shared.jsonl"
-        return StoreFile(path, Scope.SHARED, self.workspace_key, self.workspace)
+        return StoreFile(path, Scope.SHARED, self.root_id, self.workspace)
 
     def user_file(self) -> StoreFile:
         return StoreFile(self.home_memory_dir / "user.jsonl", Scope.USER, self.user_id, self.home)

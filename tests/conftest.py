@@ -1,7 +1,9 @@
 """Shared test helpers (a stable interface other test modules rely on).
 
 - ``fixture_home`` -> ``(home, workspace)``: writable copies of ``tests/fixtures/host`` under
-  ``tmp_path`` (a ``DSH_HOME`` and a workspace root). Tests never write to the fixtures.
+  ``tmp_path`` (a ``DSH_HOME`` and a workspace root), installed like a host-corpus case: its
+  placeholders (``__ROOT_ID__``...) get the copy's values and ``sessions/session-<id>.jsonl``
+  its real name. Tests never write to the fixtures.
 - ``alice_store`` -> a ``MemoryStore`` on those copies, acting as user ``alice``.
 - ``run_cli(home, workspace, *args, user="alice", input=None)`` runs
   ``python -m dsh_memory_tui.cli --home HOME --workspace WS --user USER ARGS...`` as a real
@@ -11,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from interop.corpus import install_tree, make_case_dirs, scope_key_sha16
 
 from dsh_memory_tui.store import MemoryStore
 
@@ -28,14 +30,17 @@ REPO_ROOT = Path(__file__).parent.parent
 CLI_TIMEOUT_S = 60
 
 
+FIXTURE_SESSION = ("session-abc", None)  # its root: the copy's workspace rootId
+
+
 @pytest.fixture
 def fixture_home(tmp_path: Path) -> tuple[Path, Path]:
     """Copies of the host fixture tree: ``(home, workspace)``, both writable."""
-    dest = tmp_path / "host"
-    shutil.copytree(HOST_FIXTURES, dest)
-    for directory, _dirs, _files in os.walk(dest):
-        os.chmod(directory, 0o700)  # the store refuses directories others can write to
-    return dest / "home", dest / "workspace"
+    dirs = make_case_dirs(tmp_path / "host")
+    dirs.mapping["__SCOPEKEY_SHA16__"] = scope_key_sha16(f"session-abc|{dirs.root_id}")
+    install_tree(HOST_FIXTURES / "home", dirs.home, dirs)
+    install_tree(HOST_FIXTURES / "workspace", dirs.workspace, dirs)
+    return dirs.home, dirs.workspace
 
 
 @pytest.fixture

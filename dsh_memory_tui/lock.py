@@ -1,0 +1,216 @@
+"""The host's lock protocol (SPEC 5), so both programs exclude each other.
+
+The host takes ``<file>.lock`` by creating it with ``O_CREAT|O_EXCL`` (mode 0600) and writing
+``<pid>\\n``; it unlinks the file when done. A lock file whose mtime is 60 s old or more is stale:
+the host unlinks it and tries once more; a younger one makes the host fail at once ("busy").
+
+We follow the same protocol (an flock-based library such as ``filelock`` does not: its lock file
+is never removed, so the host would see us "busy" for 60 s after every write, and the host's own
+lock would not stop us). Unlike the host we wait for a held lock, polling, up to the timeout.
+Unlike the host we never break a stale lock whose holder is still alive on this machine (a
+process stopped for a minute, not a crashed one): the host may; we say so in ``LOCK_TIMEOUT``.
+
+Bytes and the file system only: no records here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import random
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import StoreError
+
+STALE_AFTER_S = 60.0
+FILE_MODE = 0o600
+# Waiting is polling (the host offers nothing to block on); short sleeps with jitter so four
+# writers in a loop all get their turn, capped so a long wait costs little CPU.
+_POLL_MIN_S = 0.0005
+_POLL_MAX_S = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds a lock, as far as the lock file tells."""
+
+    pid: int | None
+    age_s: float
+    alive: bool | None  # None: no pid to ask about
+
+    def describe(self) -> str:
+        who = f"pid {self.pid}" if self.pid is not None else "an unknown process"
+        state = "" if self.alive is None else (" (running)" if self.alive else " (not running)")
+        return f"{who}{state} for {self.age_s:.1f} s"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except OSError:
+        return False
+    return True
+
+
+def read_holder(lock_path: Path) -> tuple[Holder, tuple[int, int, int]] | None:
+    """The holder of ``lock_path`` and the lock file's identity (dev, ino, mtime_ns), or None
+    when there is no lock file. ``UNSAFE_PATH`` if it is a symlink or not a regular file.
+    """
+    try:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(
+                "UNSAFE_PATH", f"{lock_path}: is a symlink; refusing to use it"
+            ) from None
+        raise StoreError("LOCK_FAILED", f"{lock_path}: cannot read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError("UNSAFE_PATH", f"{lock_path}: is not a regular file; refusing it")
+        text = os.read(fd, 64)
+    finally:
+        os.close(fd)
+    pid: int | None
+    try:
+        pid = int(text.split(b"\n", 1)[0].strip() or b"x")
+    except ValueError:
+        pid = None
+    age = max(0.0, time.time() - st.st_mtime)
+    alive = None if pid is None else _pid_alive(pid)
+    return Holder(pid, age, alive), (st.st_dev, st.st_ino, st.st_mtime_ns)
+
+
+class HostLock:
+    """``<file>.lock`` taken and released the host's way. Use ``held()``."""
+
+    def __init__(self, lock_path: Path, timeout_s: float) -> None:
+        self.path = lock_path
+        self.timeout_s = timeout_s
+        self._identity: tuple[int, int] | None = None
+
+    def _try_create(self) -> bool:
+        try:
+            fd = os.open(
+                self.path,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                FILE_MODE,
+            )
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StoreError(
+                    "UNSAFE_PATH", f"{self.path}: is a symlink; refusing it"
+                ) from None
+            if exc.errno == errno.ENOSPC:
+                raise StoreError("WRITE_FAILED", f"{self.path}: the disk is full") from None
+            raise StoreError(
+                "LOCK_FAILED", f"{self.path}: cannot create the lock: {exc.strerror}"
+            ) from None
+        try:
+            os.fchmod(fd, FILE_MODE)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            st = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            raise StoreError("LOCK_FAILED", f"{self.path}: cannot write the lock: {exc}") from None
+        os.close(fd)
+        self._identity = (st.st_dev, st.st_ino)
+        return True
+
+    def _break_if_stale(self) -> Holder | None:
+        """Unlink a stale lock whose holder is gone (True: try again at once). Returns the
+        holder of a lock that stays, or None when the lock is gone now.
+        """
+        found = read_holder(self.path)
+        if found is None:
+            return None
+        holder, identity = found
+        if holder.age_s < STALE_AFTER_S or holder.alive:
+            return holder
+        # The same file we judged stale, still there: unlink it (as the host does).
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return None
+        if (st.st_dev, st.st_ino, st.st_mtime_ns) == identity:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+        return None
+
+    def acquire(self) -> None:
+        """Take the lock, waiting up to the timeout. ``LOCK_TIMEOUT`` names the holder."""
+        deadline = time.monotonic() + self.timeout_s
+        delay = _POLL_MIN_S
+        holder: Holder | None = None
+        while True:
+            if self._try_create():
+                return
+            holder = self._break_if_stale()
+            if holder is None:
+                continue
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            time.sleep(min(delay * (0.5 + random.random()), deadline - now))
+            delay = min(delay * 2, _POLL_MAX_S)
+        hint = (
+            f"; if no such process is writing, delete {self.path}"
+            if holder.alive is not True else ""
+        )
+        raise StoreError(
+            "LOCK_TIMEOUT",
+            f"{self.path} is held by {holder.describe()} (waited {self.timeout_s:g} s; "
+            f"DSH_LOCK_TIMEOUT sets the wait){hint}",
+        )
+
+    def still_ours(self) -> bool:
+        """True while the lock file is the one we created (nobody broke it meanwhile)."""
+        if self._identity is None:
+            return False
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return False
+        return (st.st_dev, st.st_ino) == self._identity
+
+    def ensure_ours(self) -> None:
+        """``LOCK_LOST`` if another process broke our lock (we were stopped for a minute):
+        called before a write becomes visible, so nothing is written over another writer.
+        """
+        if not self.still_ours():
+            raise StoreError(
+                "LOCK_LOST",
+                f"{self.path} was taken over by another process while this one waited; "
+                "nothing was written, try again",
+            )
+
+    def release(self) -> None:
+        if self.still_ours():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+        self._identity = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[HostLock]:
+        self.acquire()
+        try:
+            yield self
+        finally:
+            self.release()

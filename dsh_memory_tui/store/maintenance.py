@@ -1,0 +1,300 @@
+"""Maintenance of store files: compaction, ``check`` and ``check --repair``, and the migration
+of files an earlier version of this program wrote (before it followed the host exactly).
+
+What an earlier version wrote that the host cannot read:
+- session files named by the full sha256 of the scopeKey (the host uses the first 32 hex);
+- project and shared-project records keyed by the workspace path (the host: its rootId), which
+  the host keeps as another project's lines and never shows;
+- sourceRefs of kind ``record`` (copies) and ``bundle`` (imports): the host allows
+  session|event|file|url|import only, so such a line is corrupt to it;
+- forget tombstones with an empty title and content, corrupt to the host too.
+``migrate_line`` turns each of those lines into its host-valid form; every rewrite uses it, so
+nothing of ours is quarantined for an old mistake, and ``check --repair`` applies it to all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreError
+from ..jsonl import check_dir, check_path, read_file
+from ..model import (
+    ForeignLine,
+    Location,
+    ParsedLine,
+    Record,
+    RecordInvalid,
+    Scope,
+    _validate_value,
+    content_hash,
+    decode_js,
+    js_trim,
+    loads_js,
+    parse_lines,
+    sha256_hex,
+)
+from ..paths import StoreFile, StorePaths
+from . import writer
+from .view import FileView
+
+if TYPE_CHECKING:
+    from .memory import MemoryStore
+
+_OLD_SESSION_NAME = re.compile(r"[0-9a-f]{64}\.jsonl")
+_OLD_REF_KINDS = {"record", "bundle"}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    path: Path
+    line_no: int | None
+    kind: str  # corrupt | torn | oversized | unsafe | unreadable | migratable
+    message: str
+    repaired: bool = False
+
+
+@dataclass(slots=True)
+class CheckReport:
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files_checked: int = 0
+
+    @property
+    def clean(self) -> bool:
+        return all(p.repaired for p in self.problems)
+
+
+def _old_keys(paths: StorePaths) -> set[str]:
+    """The scopeKeys an earlier version used for this workspace's project files."""
+    return {str(paths.workspace), os.path.realpath(paths.workspace)}
+
+
+def _migration(obj: dict[str, Any], paths: StorePaths) -> list[str]:
+    """Fix, in place, what an earlier version of ours wrote; returns what was fixed."""
+    fixed: list[str] = []
+    if obj.get("scope") in (Scope.PROJECT.value, Scope.SHARED.value) and obj.get(
+        "scopeKey"
+    ) in _old_keys(paths):
+        obj["scopeKey"] = paths.root_id
+        fixed.append("keyed by the workspace path, not its rootId")
+    gov = obj.get("governance")
+    if isinstance(gov, dict) and isinstance(gov.get("sourceRefs"), list):
+        refs = gov["sourceRefs"]
+        if any(isinstance(r, dict) and r.get("kind") in _OLD_REF_KINDS for r in refs):
+            new: list[Any] = []
+            for ref in refs:
+                if isinstance(ref, dict) and ref.get("kind") in _OLD_REF_KINDS:
+                    ref = {**ref, "kind": "import"}
+                if ref not in new:
+                    new.append(ref)
+            gov["sourceRefs"] = new[:32]
+            fixed.append("sourceRefs of kind record/bundle (the host allows import)")
+    if obj.get("status") == "forgotten" and not js_trim(str(obj.get("title", ""))) and not js_trim(
+        str(obj.get("content", ""))
+    ):
+        obj["title"] = f"Forgotten memory {sha256_hex(str(obj.get('id')))[:12]}"
+        obj["content"] = (
+            "This memory was forgotten. Its title, content and tags were erased from this file "
+            "and its backup."
+        )
+        obj["contentHash"] = content_hash(obj["content"])
+        obj["tags"] = []
+        fixed.append("an empty forget tombstone")
+    return fixed
+
+
+def migrate_line(entry: ParsedLine, location: Location, paths: StorePaths) -> Record | None:
+    """The host-valid form of a line an earlier version of ours wrote, or None if the line is
+    not one (then it stays corrupt, or foreign, as it is).
+    """
+    result = entry.result
+    if isinstance(result, ForeignLine):
+        if result.scope_key not in _old_keys(paths):
+            return None
+    elif not isinstance(result, RecordInvalid) or result.not_json:
+        return None
+    try:
+        obj = loads_js(js_trim(decode_js(entry.raw)))
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not _migration(obj, paths):
+        return None
+    try:
+        fixed = _validate_value(obj, location)
+    except RecordInvalid:
+        return None
+    return fixed if isinstance(fixed, Record) else None
+
+
+def compact(view: FileView, *, clock: Any, migrate: writer.Migrate) -> writer.CompactResult:
+    with view.safe.locked() as lock:
+        view.refresh()
+        if not view.exists:
+            return writer.CompactResult(view.path, 0, 0, 0, 0)
+        return writer.rewrite(view, lock, clock=clock, compact=True, migrate=migrate)
+
+
+def _migratable(view: FileView, paths: StorePaths) -> list[tuple[int, str]]:
+    """(line number, what) of each line of the file an earlier version of ours wrote."""
+    got = read_file(view.path)
+    if got is None:
+        return []
+    out = []
+    location = view.location
+    for entry in parse_lines(got[1].split(b"\n"), location):
+        if isinstance(entry.result, (RecordInvalid, ForeignLine)):
+            try:
+                obj = loads_js(js_trim(decode_js(entry.raw)))
+            except ValueError:
+                continue
+            if migrate_line(entry, location, paths) is not None and isinstance(obj, dict):
+                out.append((entry.first + 1, "; ".join(_migration(obj, paths))))
+    return out
+
+
+def _old_session_files(store: MemoryStore) -> list[Path]:
+    try:
+        names = os.listdir(store.paths.sessions_dir)
+    except OSError:
+        return []
+    return sorted(store.paths.sessions_dir / n for n in names if _OLD_SESSION_NAME.fullmatch(n))
+
+
+def _move_old_session_file(store: MemoryStore, old: Path) -> Path:
+    """Give an old session file the host's name (the first 32 hex): renamed when no file has
+    that name yet, else its lines appended to that file. Both locks held; nothing lost.
+    """
+    new = old.with_name(old.name[:32] + ".jsonl")
+    old_view = store.view(store.paths.session_file_at(old))
+    new_view = store.view(store.paths.session_file_at(new))
+    with old_view.safe.locked(), new_view.safe.locked() as lock:
+        got = read_file(old)
+        data = got[1] if got else b""
+        if data and not data.endswith(b"\n"):
+            data += b"\n"
+        if check_path(new):
+            new_view.refresh()
+            if new_view.unterminated_record:
+                data = b"\n" + data
+            lock.ensure_ours()
+            new_view.safe.append(data)
+        else:
+            lock.ensure_ours()
+            os.rename(old, new)
+        for suffix in (".corrupt", ".bak"):
+            src, dst = old.with_name(old.name + suffix), new.with_name(new.name + suffix)
+            if not check_path(src):
+                continue
+            if suffix == ".corrupt" and check_path(dst):
+                quarantined = read_file(src)
+                if quarantined and quarantined[1]:
+                    new_view.safe.append_corrupt_bytes(quarantined[1])
+                os.unlink(src)
+            elif not check_path(dst):
+                os.rename(src, dst)
+            else:
+                os.unlink(src)  # the host's file has its own backup
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old)
+    new_view.refresh()
+    return new
+
+
+def check(store: MemoryStore, *, repair: bool = False) -> CheckReport:
+    """Corrupt lines, torn tails, oversized and unsafe files of every scope, and what an
+    earlier version of ours wrote (``migratable``).
+
+    A file whose last line has no newline is a torn tail only if its lock can be taken
+    (otherwise a write is in progress). With ``repair``: migratable lines are made host-valid,
+    corrupt lines and torn tails quarantined, oversized files compacted, old session files
+    renamed.
+    """
+    report = CheckReport()
+    for old in _old_session_files(store):
+        problem = Problem(
+            old, None, "migratable",
+            "a session file named by the full sha256 of its scopeKey (an earlier dsh-memory); "
+            f"the host reads {old.name[:32]}.jsonl",
+        )
+        if repair:
+            try:
+                _move_old_session_file(store, old)
+                problem = replace(problem, repaired=True)
+            except StoreError as exc:
+                report.notes.append(f"{old}: not renamed: {exc.message}")
+        report.problems.append(problem)
+    for file in store.files():
+        report.files_checked += 1
+        try:
+            _check_file(store, file, repair, report)
+        except StoreError as exc:
+            kind = "unsafe" if exc.code == "UNSAFE_PATH" else "unreadable"
+            report.problems.append(Problem(file.path, None, kind, exc.message))
+    return report
+
+
+def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: CheckReport) -> None:
+    check_dir(file.path.parent)
+    view = store.view(file)
+    for path in view.safe.paths:
+        check_path(path)
+    view.refresh()
+    if not view.exists:
+        return
+    found: list[Problem] = []
+    migratable = dict(_migratable(view, store.paths))
+    for bad in view.corrupt:
+        if bad.line_no in migratable:
+            continue
+        found.append(Problem(file.path, bad.line_no, "corrupt", bad.reason))
+    for line_no, what in sorted(migratable.items()):
+        found.append(Problem(
+            file.path, line_no, "migratable",
+            f"written by an earlier dsh-memory ({what}): the host cannot read it",
+        ))
+    if view.read_only:
+        found.append(Problem(
+            file.path, None, "oversized",
+            f"{view.size} bytes is over the 8 MiB cap: read-only until compacted",
+        ))
+    torn_now = False
+    if view.torn:
+        try:
+            with view.safe.locked():
+                view.refresh()
+                torn_now = view.torn
+        except StoreError as exc:
+            if exc.code != "LOCK_TIMEOUT":
+                raise
+            report.notes.append(f"{file.path}: a write is in progress (lock held)")
+        if torn_now:
+            found.append(Problem(
+                file.path, view.reader.line_count + 1, "torn",
+                "the last line has no newline: a writer crashed mid-line",
+            ))
+    if view.future:
+        report.notes.append(
+            f"{file.path}: {len(view.future)} line(s) from a newer schema, kept as they are"
+        )
+    foreign = {k: n for k, n in view.foreign.items() if k not in _old_keys(store.paths)}
+    if foreign:
+        whose = "other users' profiles" if file.scope is Scope.USER else "other scopeKeys"
+        report.notes.append(
+            f"{file.path}: {sum(foreign.values())} line(s) of {whose}, kept as they are"
+        )
+    if repair and found:
+        store._require_confirmation(file, True)
+        with view.safe.locked() as lock:
+            view.refresh()
+            writer.rewrite(
+                view, lock, clock=store.clock, compact=view.read_only,
+                migrate=store._migrate,
+            )
+        still_big = view.read_only
+        found = [replace(p, repaired=not (p.kind == "oversized" and still_big)) for p in found]
+    report.problems.extend(found)

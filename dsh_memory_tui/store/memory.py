@@ -1,0 +1,619 @@
+"""MemoryStore: every scope of one home, workspace and user, over the file views (view.py) and
+the one write path (writer.py). Decisions about records live here; bytes do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import StoreError
+from ..governance import Action, edited, transition
+from ..model import (
+    MAX_SOURCE_REFS,
+    Location,
+    Origin,
+    ParsedLine,
+    Provenance,
+    ProvenanceKind,
+    Record,
+    RecordType,
+    Scope,
+    SourceRef,
+    Status,
+    conflict_group_for,
+    js_trim,
+    make_record,
+    new_id,
+    next_revision,
+    now_ms,
+    sha256_hex,
+)
+from ..paths import StoreFile, StorePaths, lock_timeout
+from . import maintenance, writer
+from .view import FileChange, FileView
+from .writer import CompactResult
+
+# A session: its id and the root id (None: this workspace's rootId).
+Session = tuple[str, str | None]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The id a write produced, and whether a line was written (False: nothing new to merge)."""
+
+    id: str
+    written: bool
+    record: Record
+
+
+def clean_tags(tags: Iterable[str]) -> list[str]:
+    seen: list[str] = []
+    for tag in tags:
+        tag = js_trim(tag)
+        if tag and tag not in seen:
+            seen.append(tag)
+    return seen
+
+
+def _ref_key(ref: SourceRef) -> tuple[str, str, Any]:
+    return (ref.kind, ref.id, ref.contentHash)
+
+
+def merge_refs(existing: list[SourceRef], incoming: Iterable[SourceRef]) -> list[SourceRef]:
+    """The host's union of source refs: incoming refs not already there (kind, id, hash)."""
+    refs = list(existing)
+    seen = {_ref_key(r) for r in refs}
+    for ref in incoming:
+        if _ref_key(ref) not in seen:
+            seen.add(_ref_key(ref))
+            refs.append(ref)
+    return refs
+
+
+def tombstone(record: Record, now: int) -> Record:
+    """The host-valid forgotten record: a placeholder title and content that hold nothing of
+    the record (each tombstone's title is its own, so no two form a conflict group), unpinned,
+    without a review note or conflict group.
+    """
+    from ..present import when
+
+    title = f"Forgotten memory {sha256_hex(record.id)[:12]}"
+    content = (
+        f"This memory was forgotten on {when(now)} UTC. Its title, content and tags were "
+        "erased from this file and its backup."
+    )
+    return next_revision(
+        record, now,
+        {"status": Status.FORGOTTEN, "title": title, "content": content, "tags": []},
+        None,
+        ("pinnedAt", "pinnedBy", "reviewNote", "conflictGroup"),
+    )
+
+
+class MemoryStore:
+    """Every scope of one home, workspace and acting user.
+
+    All writes raise ``StoreError``: INVALID_RECORD, INVALID_TRANSITION, NOT_FOUND,
+    READ_ONLY_SCOPE, READ_ONLY_RECORD, FORGOTTEN, SHARED_WRITE_UNCONFIRMED, REVISION_CONFLICT,
+    STORE_TOO_LARGE, UNSAFE_PATH, LOCK_TIMEOUT, LOCK_LOST or WRITE_FAILED; after any of them
+    nothing was written.
+    """
+
+    def __init__(
+        self,
+        paths: StorePaths,
+        *,
+        lock_timeout_s: float | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.paths = paths
+        self.lock_timeout = lock_timeout() if lock_timeout_s is None else lock_timeout_s
+        self.clock = clock
+        self._views: dict[Path, FileView] = {}
+
+    @classmethod
+    def open(
+        cls, home: str | Path | None = None, workspace: str | Path | None = None,
+        user: str | None = None, **kwargs: Any,
+    ) -> MemoryStore:
+        return cls(StorePaths.resolve(home, workspace, user), **kwargs)
+
+    @property
+    def user_id(self) -> str:
+        return self.paths.user_id
+
+    # ----------------------------------------------------------------- files and views
+
+    def file_for(self, scope: Scope | str, session: Session | None = None) -> StoreFile:
+        scope = Scope(scope)
+        if scope is Scope.SESSION:
+            if session is None:
+                raise StoreError("USAGE", "session scope needs --session (and --root, which "
+                                 "defaults to this workspace's rootId)")
+            return self.paths.session_file(session[0], session[1])
+        return self.paths.scope_file(scope)
+
+    def view(self, file: StoreFile) -> FileView:
+        """The view of ``file`` (created on first use; call ``refresh`` to bring it up to date)."""
+        view = self._views.get(file.path)
+        if view is None:
+            view = self._views[file.path] = FileView(
+                file, self.user_id, self.lock_timeout, self.clock
+            )
+        elif view.file.scope_key is None and file.scope_key is not None:
+            view.file = file
+        return view
+
+    def files(self, scope: Scope | None = None) -> list[StoreFile]:
+        """The store files of a scope (all scopes when None): sessions found on disk."""
+        out: list[StoreFile] = []
+        for s in (Scope.PROJECT, Scope.SHARED, Scope.USER):
+            if scope in (None, s):
+                out.append(self.paths.scope_file(s))
+        if scope in (None, Scope.SESSION):
+            known = {p: v.file for p, v in self._views.items() if v.scope is Scope.SESSION}
+            for path in self.paths.session_paths():
+                out.append(known.pop(path, None) or self.paths.session_file_at(path))
+            out.extend(known.values())  # deleted since: refreshing them reports the removal
+        return out
+
+    def refresh(self, scope: Scope | None = None) -> list[FileChange]:
+        """Bring every view of ``scope`` up to date; returns what changed in each file."""
+        return [self.view(f).refresh() for f in self.files(scope)]
+
+    def views(self, scope: Scope | None = None, *, refresh: bool = True) -> list[FileView]:
+        if refresh:
+            self.refresh(scope)
+        return [self.view(f) for f in self.files(scope)]
+
+    # ----------------------------------------------------------------- reading
+
+    def records(
+        self,
+        scope: Scope | str | None = None,
+        *,
+        session: Session | None = None,
+        include_inactive: bool = False,
+    ) -> list[Record]:
+        """Current records (active only unless ``include_inactive``), in file order."""
+        if session is not None:
+            views = [self.view(self.file_for(Scope.SESSION, session))]
+            views[0].refresh()
+        else:
+            views = self.views(Scope(scope) if scope else None)
+        out = []
+        for view in views:
+            for record in view.current.values():
+                if include_inactive or record.status is Status.ACTIVE:
+                    out.append(record)
+        return out
+
+    def review_queue(self, include_derived: bool = False) -> list[Record]:
+        return [
+            r for r in self.records(include_inactive=False) if r.in_review_queue(include_derived)
+        ]
+
+    def locate(self, record_id: str) -> tuple[FileView, Record]:
+        """The view holding ``record_id`` and its current record. NOT_FOUND, READ_ONLY_RECORD."""
+        views = self.views()
+        for view in views:
+            record = view.current.get(record_id)
+            if record is not None:
+                return view, record
+        for view in views:
+            for line in view.future:
+                if line.id == record_id:
+                    raise StoreError(
+                        "READ_ONLY_RECORD",
+                        f"{record_id} was written by a newer host (schemaVersion "
+                        f"{line.schema_version}); it is kept as it is and cannot be changed here",
+                    )
+        raise StoreError("NOT_FOUND", f"no record {record_id} for user {self.user_id}")
+
+    def get(self, record_id: str) -> Record:
+        return self.locate(record_id)[1]
+
+    def history(self, record_id: str) -> list[Record]:
+        view, _ = self.locate(record_id)
+        return view.history(record_id)
+
+    # ----------------------------------------------------------------- writing: core
+
+    def _require_confirmation(self, file: StoreFile, confirm_shared: bool) -> None:
+        if file.scope is Scope.SHARED and not confirm_shared:
+            raise StoreError(
+                "SHARED_WRITE_UNCONFIRMED",
+                f"writing to {file.path} changes what everyone sharing the project sees; "
+                "confirm it (--yes-shared)",
+            )
+
+    def write(
+        self,
+        file: StoreFile,
+        build: Callable[[FileView], tuple[list[Record], T]],
+        *,
+        confirm_shared: bool = False,
+    ) -> T:
+        """Run ``build`` on the freshly refreshed view with the file's lock held and append
+        the records it returns, in one fsynced write. ``build`` may raise ``StoreError``.
+        """
+        self._require_confirmation(file, confirm_shared)
+        return writer.write(self.view(file), build, clock=self.clock, migrate=self._migrate)
+
+    def _migrate(self, entry: ParsedLine, location: Location) -> Record | None:
+        return maintenance.migrate_line(entry, location, self.paths)
+
+    # ----------------------------------------------------------------- writing: records
+
+    def add(
+        self,
+        file: StoreFile,
+        make: Callable[[str], Record],
+        *,
+        confirm_shared: bool = False,
+    ) -> WriteResult:
+        """Append the record ``make(scope_key)``, as the host's upsert does: a current record
+        of the file with the same type and content takes the new source refs instead (a new
+        revision), or nothing is written when it has them all. A new record whose title
+        matches another record of its type (other content) gets their conflict group.
+        """
+
+        def build(view: FileView) -> tuple[list[Record], WriteResult]:
+            record = make(view.scope_key or file.scope_key or "")
+            existing = view.find_duplicate(record.type, record.contentHash)
+            if existing is not None:
+                refs = merge_refs(existing.governance.sourceRefs, record.governance.sourceRefs)
+                if len(refs) == len(existing.governance.sourceRefs):
+                    return [], WriteResult(existing.id, False, existing)
+                if len(refs) > MAX_SOURCE_REFS:
+                    raise StoreError(
+                        "INVALID_RECORD",
+                        f"{existing.id} already has {len(existing.governance.sourceRefs)} "
+                        "source refs; the host allows 32",
+                    )
+                merged = next_revision(existing, self.clock(), None, {"sourceRefs": refs})
+                return [merged], WriteResult(merged.id, True, merged)
+            rivals = [
+                r for r in view.same_title(record.type, record.title)
+                if r.contentHash != record.contentHash
+            ]
+            if rivals:
+                record = record.model_copy(
+                    update={"governance": record.governance.model_copy(
+                        update={"conflictGroup": conflict_group_for(record.title)})},
+                )
+                record.governance.__pydantic_fields_set__.add("conflictGroup")
+            return [record], WriteResult(record.id, True, record)
+
+        return self.write(file, build, confirm_shared=confirm_shared)
+
+    def _new(
+        self,
+        scope: Scope | str,
+        record_type: RecordType | str,
+        title: str,
+        content: str,
+        tags: Iterable[str],
+        session: Session | None,
+        provenance: Provenance,
+        origin: Origin,
+        source_refs: list[SourceRef],
+        confirm_shared: bool,
+    ) -> WriteResult:
+        scope = Scope(scope)
+        record_type = _enum(RecordType, record_type, "type")
+        title, content = js_trim(title), content.strip("\n")
+        if not title:
+            raise StoreError("INVALID_RECORD", "title is empty")
+        if not js_trim(content):
+            raise StoreError("INVALID_RECORD", "content is empty")
+        file = self.file_for(scope, session)
+        tags = clean_tags(tags)
+
+        def make(scope_key: str) -> Record:
+            return make_record(
+                scope=scope, scope_key=scope_key, record_type=record_type,
+                title=title, content=content, tags=tags, provenance=provenance,
+                origin=origin, source_refs=source_refs, now=self.clock(),
+            )
+
+        return self.add(file, make, confirm_shared=confirm_shared)
+
+    def create(
+        self,
+        scope: Scope | str,
+        record_type: RecordType | str,
+        title: str,
+        content: str,
+        tags: Iterable[str] = (),
+        *,
+        session: Session | None = None,
+        confirm_shared: bool = False,
+    ) -> WriteResult:
+        """A user-authored record (the New form, ``dsh-memory create``)."""
+        provenance = Provenance(kind=ProvenanceKind.USER)
+        if session is not None:
+            provenance.sessionId = session[0]
+        return self._new(
+            scope, record_type, title, content, tags, session, provenance,
+            Origin.USER_AUTHORED, [], confirm_shared,
+        )
+
+    def propose(
+        self,
+        scope: Scope | str,
+        record_type: RecordType | str,
+        title: str,
+        content: str,
+        tags: Iterable[str] = (),
+        *,
+        source_refs: Iterable[SourceRef] = (),
+        session: Session | None = None,
+        confirm_shared: bool = False,
+    ) -> WriteResult:
+        """An agent proposal: model-suggested, unverified, waiting in the review queue (the
+        host's ``proposeMemory``: note ``memory proposal``, a session ref for a session).
+
+        Without ``source_refs`` and outside a session, INVALID_RECORD (the host needs one).
+        """
+        refs = list(source_refs)
+        provenance = Provenance(kind=ProvenanceKind.AGENT, note="memory proposal")
+        if session is not None:
+            provenance.sessionId = session[0]
+            if not any(r.kind == "session" and r.id == session[0] for r in refs):
+                refs.insert(0, SourceRef(kind="session", id=session[0]))
+        return self._new(
+            scope, record_type, title, content, tags, session, provenance,
+            Origin.MODEL_SUGGESTED, refs, confirm_shared,
+        )
+
+    def _change(
+        self,
+        record_id: str,
+        change: Callable[[FileView, Record], Record | None],
+        *,
+        confirm_shared: bool,
+    ) -> Record:
+        view, _ = self.locate(record_id)
+
+        def build(view: FileView) -> tuple[list[Record], Record]:
+            current = view.current.get(record_id)
+            if current is None:
+                raise StoreError("NOT_FOUND", f"no record {record_id}")
+            new = change(view, current)
+            return ([new], new) if new is not None else ([], current)
+
+        return self.write(view.file, build, confirm_shared=confirm_shared)
+
+    def edit(
+        self,
+        record_id: str,
+        base_revision: int,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        record_type: RecordType | str | None = None,
+        tags: Iterable[str] | None = None,
+        confirm_shared: bool = False,
+    ) -> Record:
+        """A new revision with the given fields changed; the id stays. An edit of a verified
+        record makes it stale and unpins it (the host's rule).
+
+        REVISION_CONFLICT if the record's current revision is not ``base_revision``;
+        READ_ONLY_SCOPE for a session record; FORGOTTEN for a forgotten one.
+        """
+        changes: dict[str, Any] = {}
+        if title is not None:
+            if not js_trim(title):
+                raise StoreError("INVALID_RECORD", "title is empty")
+            changes["title"] = js_trim(title)
+        if content is not None:
+            if not js_trim(content):
+                raise StoreError("INVALID_RECORD", "content is empty")
+            changes["content"] = content.strip("\n")
+        if record_type is not None:
+            changes["type"] = _enum(RecordType, record_type, "type")
+        if tags is not None:
+            changes["tags"] = clean_tags(tags)
+
+        def change(view: FileView, current: Record) -> Record | None:
+            if view.scope is Scope.SESSION:
+                raise StoreError(
+                    "READ_ONLY_SCOPE",
+                    "session records are review material: their title, content, type and tags "
+                    "cannot be edited (copy it to another scope to keep and edit it)",
+                )
+            self._check_base(current, base_revision)
+            _not_forgotten(current)
+            real = {k: v for k, v in changes.items() if getattr(current, k) != v}
+            if not real:
+                return None
+            return edited(current, self.clock(), real)
+
+        return self._change(record_id, change, confirm_shared=confirm_shared)
+
+    @staticmethod
+    def _check_base(current: Record, base_revision: int | None) -> None:
+        if base_revision is not None and current.governance.revision != base_revision:
+            raise StoreError(
+                "REVISION_CONFLICT",
+                f"{current.id} is at revision {current.governance.revision}, not "
+                f"{base_revision}: someone changed it meanwhile; reload and try again",
+            )
+
+    def _transition(self, action: Action, current: Record, reason: str | None) -> Record:
+        _not_forgotten(current)
+        return transition(current, action, self.clock(), reviewer=self.user_id, reason=reason)
+
+    def apply(
+        self,
+        action: Action | str,
+        record_id: str,
+        *,
+        reason: str | None = None,
+        base_revision: int | None = None,
+        confirm_shared: bool = False,
+    ) -> Record:
+        """One governance action on one record (SPEC 5: the host's transitions).
+        INVALID_TRANSITION when the host's rules refuse it in this state.
+        """
+        action = Action(action)
+
+        def change(view: FileView, current: Record) -> Record | None:
+            self._check_base(current, base_revision)
+            return self._transition(action, current, reason)
+
+        return self._change(record_id, change, confirm_shared=confirm_shared)
+
+    def verify(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.VERIFY, record_id, reason=reason, **kw)
+
+    def reject(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.REJECT, record_id, reason=reason, **kw)
+
+    def archive(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.ARCHIVE, record_id, **kw)
+
+    def restore(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.RESTORE, record_id, **kw)
+
+    def apply_many(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> list[Record]:
+        """One action on several records: one locked batch per file. A record the rules refuse
+        is skipped (``skipped`` on the result says why); the rest are written.
+        """
+        return self.apply_many_report(
+            action, record_ids, reason=reason, confirm_shared=confirm_shared
+        )[0]
+
+    def apply_many_report(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """``apply_many``, with the (id, reason) of every record skipped."""
+        action = Action(action)
+        by_file: dict[Path, tuple[StoreFile, list[str]]] = {}
+        for record_id in dict.fromkeys(record_ids):
+            view, _ = self.locate(record_id)
+            by_file.setdefault(view.path, (view.file, []))[1].append(record_id)
+        for file, _ids in by_file.values():
+            self._require_confirmation(file, confirm_shared)
+        out: list[Record] = []
+        skipped: list[tuple[str, str]] = []
+        for file, ids in by_file.values():
+
+            def build(view: FileView, ids: list[str] = ids) -> tuple[list[Record], list[Record]]:
+                new: list[Record] = []
+                for record_id in ids:
+                    current = view.current.get(record_id)
+                    if current is None:
+                        skipped.append((record_id, "not found"))
+                        continue
+                    try:
+                        new.append(self._transition(action, current, reason))
+                    except StoreError as exc:
+                        skipped.append((record_id, exc.message))
+                return new, new
+
+            out.extend(self.write(file, build, confirm_shared=confirm_shared))
+        return out, skipped
+
+    def forget(
+        self, record_id: str, *, base_revision: int | None = None, confirm_shared: bool = False
+    ) -> Record:
+        """Tombstone the record (a host-valid placeholder in place of its title, content and
+        tags) and erase its earlier lines from the file and its .bak in the same atomic
+        rewrite. Other records keep their history.
+        """
+        view, _ = self.locate(record_id)
+        self._require_confirmation(view.file, confirm_shared)
+        view.refresh()
+        with view.safe.locked() as lock:
+            view.refresh()
+            current = view.current.get(record_id)
+            if current is None:
+                raise StoreError("NOT_FOUND", f"no record {record_id}")
+            self._check_base(current, base_revision)
+            _not_forgotten(current)
+            dead = tombstone(current, self.clock())
+            writer.rewrite(
+                view, lock, clock=self.clock, compact=False, forget=dead, migrate=self._migrate
+            )
+        return dead
+
+    def copy(
+        self,
+        record_id: str,
+        to_scope: Scope | str,
+        *,
+        session: Session | None = None,
+        confirm_shared: bool = False,
+    ) -> WriteResult:
+        """A new record in another scope from this one: type, title, content, tags, origin and
+        verification kept; sourceRefs are the original's plus ``{kind: import, id: <original>,
+        contentHash}`` (an allowed kind: the host refuses any other).
+        """
+        source = self.get(record_id)
+        _not_forgotten(source)
+        target = self.file_for(to_scope, session)
+        gov = source.governance
+        refs = merge_refs(
+            gov.sourceRefs,
+            [SourceRef(kind="import", id=source.id, contentHash=source.contentHash)],
+        )
+        if len(refs) > MAX_SOURCE_REFS:
+            raise StoreError("INVALID_RECORD", f"{source.id} has 32 source refs: no room to "
+                             "name the original (the host allows 32)")
+
+        def make(scope_key: str) -> Record:
+            return make_record(
+                scope=target.scope, scope_key=scope_key,
+                record_type=source.type, title=source.title, content=source.content,
+                tags=list(source.tags), provenance=source.provenance.model_copy(),
+                origin=gov.origin, source_refs=refs, verification=gov.verification,
+                verified_at=gov.verifiedAt, now=self.clock(), record_id=new_id(),
+            )
+
+        return self.add(target, make, confirm_shared=confirm_shared)
+
+    # ----------------------------------------------------------------- maintenance
+
+    def compact(self, file: StoreFile, *, confirm_shared: bool = False) -> CompactResult:
+        """Keep each id's current line (foreign and newer-schema lines verbatim), after
+        quarantining corrupt lines; works on a file over the cap too (the only way to shrink it).
+        """
+        self._require_confirmation(file, confirm_shared)
+        return maintenance.compact(self.view(file), clock=self.clock, migrate=self._migrate)
+
+    def check(self, *, repair: bool = False) -> maintenance.CheckReport:
+        """Corrupt lines, torn tails, oversized and unsafe files of every scope, and files an
+        earlier version of this program wrote (``maintenance.check``).
+        """
+        return maintenance.check(self, repair=repair)
+
+
+def _enum(kind: type[T], value: Any, name: str) -> T:
+    try:
+        return kind(value)  # type: ignore[call-arg]
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)  # type: ignore[attr-defined]
+        raise StoreError("INVALID_RECORD", f"{name} {value!r} is not one of {allowed}") from None
+
+
+def _not_forgotten(record: Record) -> None:
+    if record.status is Status.FORGOTTEN:
+        raise StoreError("FORGOTTEN", f"{record.id} was forgotten; its content is gone")

@@ -1,0 +1,341 @@
+"""The view of one store file: its records as the host reads them, kept current by reading only
+the bytes appended since the last refresh. Readers never lock.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..jsonl import MAX_STORE_BYTES, SafeFile, TailReader
+from ..model import (
+    ForeignLine,
+    FutureLine,
+    Location,
+    ParsedLine,
+    Record,
+    RecordInvalid,
+    RecordType,
+    Scope,
+    Status,
+    expired_view,
+    is_expired,
+    parse_line,
+    parse_lines,
+    title_key,
+)
+from ..paths import StoreFile
+
+# A bulk load makes ~10 container objects per record, all long-lived and acyclic: the cyclic
+# GC would walk them in the young generation, then in the middle one, for nothing.
+_GC_PAUSE_LINES = 256
+
+
+@contextmanager
+def gc_paused(n: int) -> Iterator[None]:
+    """Pause the cyclic GC while loading ``n`` lines, then file what was made under the oldest
+    generation (freeze + unfreeze moves every tracked object there without walking any).
+    """
+    if n < _GC_PAUSE_LINES or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count() == 0:  # never thaw what someone else froze on purpose
+            gc.freeze()
+            gc.unfreeze()
+        gc.enable()
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptLine:
+    line_no: int
+    reason: str
+    code: str = "CORRUPT_RECORD"  # the host's warning code
+
+
+@dataclass(slots=True)
+class FileChange:
+    """What one refresh of a file found: ``reset`` means the view was rebuilt from scratch."""
+
+    file: StoreFile
+    reset: bool
+    ids: list[str] = field(default_factory=list)
+    new_corrupt: int = 0
+
+
+@dataclass(slots=True)
+class _Tail:
+    """A last line without a newline that is a valid record: the host reads it, so we show
+    it, but the reader stays before it (more bytes may still come).
+    """
+
+    data: bytes
+    line_no: int
+
+
+class FileView:
+    """The parsed state of one store file, kept current by reading only appended bytes.
+
+    ``current`` holds each own id's record as the host reads it now: the last valid line of
+    the id wins, and a verified record past ``expiresAt`` is its stale view.
+    """
+
+    def __init__(
+        self, file: StoreFile, user_id: str, timeout: float, clock: Callable[[], int]
+    ) -> None:
+        self.file = file
+        self.user_id = user_id
+        self.clock = clock
+        self.safe = SafeFile(file.path, timeout, file.root)
+        self.reader = TailReader(file.path)
+        self.epoch = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        # Lines of ids with more than one line, in file order (one-line ids: see ``versions``).
+        self._history: dict[str, list[Record]] = {}
+        self.current: dict[str, Record] = {}
+        # contentHash -> the id (or ids) that had it when current; checked again on lookup.
+        # A plain id for the usual single one: a list per record would cost memory and GC time.
+        self._by_hash: dict[str, str | list[str]] = {}
+        self._expiring: dict[str, int] = {}  # verified ids with an expiresAt still ahead
+        self._line_of_view: dict[str, Record] = {}  # the line behind an expired view
+        self.corrupt: list[CorruptLine] = []
+        self.future: list[FutureLine] = []
+        # scopeKey -> lines: another user's profile, another project's (a moved copy)...
+        self.foreign: Counter[str] = Counter()
+        self.scope_key: str | None = self.file.scope_key
+        self.exists = False
+        self.size = 0
+        self.torn = False
+        self._tail: _Tail | None = None
+        # For observers (the app): ``epoch`` changes on every reset, and ``applied`` lists the
+        # ids of the lines applied since, so changes made by our own writes are seen too.
+        self.epoch += 1
+        self.applied: list[str] = []
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    @property
+    def versions(self) -> Mapping[str, list[Record]]:
+        """Every own line still in the file, per id, in file order."""
+        return _Versions(self)
+
+    @property
+    def scope(self) -> Scope:
+        return self.file.scope
+
+    @property
+    def read_only(self) -> bool:
+        """Over the 8 MiB cap: reads work, writes that add a line are refused."""
+        return self.size > MAX_STORE_BYTES
+
+    @property
+    def other_profile_lines(self) -> int:
+        """Lines of other scopeKeys (other users' profiles in user.jsonl): never shown."""
+        return sum(self.foreign.values())
+
+    @property
+    def location(self) -> Location:
+        loc = self.file.location
+        if loc.scope_key is None and self.scope_key is not None:
+            return Location(loc.scope, self.scope_key, loc.stem)
+        return loc
+
+    def refresh(self) -> FileChange:
+        """Parse what was appended since the last refresh (everything after a replace)."""
+        tail = self._tail
+        chunk = self.reader.read_new()
+        lines, first = chunk.lines, chunk.first_line_no
+        if tail is not None and not chunk.reset:
+            if lines and lines[0] == tail.data:
+                lines, first = lines[1:], first + 1  # the line we showed got its newline
+            elif lines or chunk.tail != tail.data:
+                chunk = self.reader.read()  # it changed under us: read it all again
+                lines, first = chunk.lines, chunk.first_line_no
+        if chunk.reset:
+            self._clear()
+        self._tail = None
+        self.exists, self.size = chunk.exists, chunk.size
+        change = FileChange(self.file, chunk.reset)
+        with gc_paused(len(lines)):
+            self._apply_lines(lines + [b""], first, change)
+        self.torn = False
+        if chunk.tail:
+            self._take_tail(chunk.tail, chunk.first_line_no + len(chunk.lines), change)
+        self._expire(change)
+        return change
+
+    def _apply_lines(self, lines: list[bytes], first: int, change: FileChange) -> None:
+        location = self.location
+        apply, ids = self._apply, change.ids
+        for entry in parse_lines(lines, location):
+            result = entry.result
+            if type(result) is Record:
+                if self.scope_key is None:
+                    self.scope_key = result.scopeKey
+                    location = self.location
+                apply(result)
+                ids.append(result.id)
+            else:
+                self._note(entry, first, change)
+
+    def _note(self, entry: ParsedLine, first: int, change: FileChange) -> None:
+        result = entry.result
+        if isinstance(result, ForeignLine):
+            self.foreign[result.scope_key] += 1
+        elif isinstance(result, FutureLine):
+            self.future.append(result)
+        elif isinstance(result, RecordInvalid):
+            self.corrupt.append(
+                CorruptLine(first + entry.first, result.reason, result.warning_code)
+            )
+            change.new_corrupt += 1
+
+    def _take_tail(self, data: bytes, line_no: int, change: FileChange) -> None:
+        try:
+            parsed = parse_line(data, self.location)
+        except RecordInvalid:
+            self.torn = True  # a write in progress, or a crashed writer's piece
+            return
+        if type(parsed) is Record:
+            self._tail = _Tail(data, line_no)
+            self._apply(parsed)
+            change.ids.append(parsed.id)
+        else:
+            self._tail = _Tail(data, line_no)
+            self._note(ParsedLine(0, 0, data, parsed), line_no, change)
+
+    @property
+    def unterminated_record(self) -> bool:
+        """The file ends in a valid record without a newline (ours will add one first)."""
+        return self._tail is not None
+
+    def _expire(self, change: FileChange) -> None:
+        if not self._expiring:
+            return
+        now = self.clock()
+        for rid in [rid for rid, at in self._expiring.items() if at <= now]:
+            del self._expiring[rid]
+            self._line_of_view[rid] = self.current[rid]
+            self.current[rid] = expired_view(self.current[rid])
+            self.applied.append(rid)
+            change.ids.append(rid)
+
+    def took_append(
+        self, records: Sequence[Record], data: bytes, start: int, st: os.stat_result
+    ) -> None:
+        """Take this process's own append (lock held) without reading it back; refresh instead
+        if anything else changed the file.
+        """
+        if not self.exists or self._tail is not None or not self.reader.took_append(
+            data, start, st
+        ):
+            self.refresh()
+            return
+        self.size = st.st_size
+        for record in records:
+            self._apply(record)
+        self._expire(FileChange(self.file, False))
+
+    def _apply(self, record: Record) -> None:
+        rid = record.id
+        self.applied.append(rid)
+        current = self.current.get(rid)
+        if current is not None:
+            # A second line for this id: only now does it need a history list (memory).
+            history = self._history.get(rid)
+            if history is None:
+                self._history[rid] = [self._line_of_view.pop(rid, current), record]
+            else:
+                history.append(record)
+            self._line_of_view.pop(rid, None)
+        # The last valid line of an id wins (the host's load).
+        g = record.governance
+        if g.expiresAt is not None and g.verification == "verified":
+            if is_expired(record, self.clock()):
+                self._line_of_view[rid] = record
+                record = expired_view(record)
+                self._expiring.pop(rid, None)
+            else:
+                self._expiring[rid] = g.expiresAt
+        else:
+            self._expiring.pop(rid, None)
+        self.current[rid] = record
+        h = record.contentHash
+        ids = self._by_hash.get(h)
+        if ids is None:
+            self._by_hash[h] = rid
+        elif isinstance(ids, str):
+            if ids != rid:
+                self._by_hash[h] = [ids, rid]
+        elif rid not in ids:
+            ids.append(rid)
+
+    def history(self, record_id: str) -> list[Record]:
+        """Every line of the id still in the file, oldest first (file order)."""
+        return list(self.versions.get(record_id, []))
+
+    def find_duplicate(self, record_type: RecordType, hash_: str) -> Record | None:
+        """A current, not forgotten record with the same type and content (the host merges
+        a new record into it).
+        """
+        ids = self._by_hash.get(hash_, ())
+        for rid in (ids,) if isinstance(ids, str) else ids:
+            record = self.current[rid]
+            if (
+                record.contentHash == hash_
+                and record.type is record_type
+                and record.status is not Status.FORGOTTEN
+            ):
+                return record
+        return None
+
+    def duplicate_index(self) -> dict[tuple[RecordType, str], str]:
+        return {
+            (r.type, r.contentHash): r.id
+            for r in self.current.values()
+            if r.status is not Status.FORGOTTEN
+        }
+
+    def same_title(self, record_type: RecordType, title: str) -> list[Record]:
+        """Current records of this type whose title the host compares as equal to ``title``."""
+        key = title_key(title)
+        return [
+            r for r in self.current.values() if r.type is record_type and title_key(r.title) == key
+        ]
+
+
+class _Versions(Mapping[str, list[Record]]):
+    """``FileView.versions``: an id with one line has no stored list; it is made on access."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: FileView) -> None:
+        self._view = view
+
+    def __getitem__(self, record_id: str) -> list[Record]:
+        view = self._view
+        history = view._history.get(record_id)
+        if history is not None:
+            return list(history)
+        return [view._line_of_view.get(record_id) or view.current[record_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view.current)
+
+    def __len__(self) -> int:
+        return len(self._view.current)
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self._view.current
