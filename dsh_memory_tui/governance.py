@@ -8,11 +8,20 @@ unsafe (verifying a forgotten record, an unknown action that only bumps the revi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
 from .errors import StoreError
-from .model import Record, Status, Verification, is_expired, next_revision
+from .model import (
+    Record,
+    Status,
+    Verification,
+    conflict_group_for,
+    is_expired,
+    next_revision,
+    title_key,
+)
 
 PIN_FIELDS = ("pinnedAt", "pinnedBy")
 VERIFIED_FIELDS = ("verifiedAt", "verifiedBy")
@@ -100,3 +109,38 @@ def edited(record: Record, now: int, changes: dict[str, Any]) -> Record:
     if record.governance.verification is Verification.VERIFIED:
         gov["verification"] = Verification.STALE
     return next_revision(record, now, changes, gov, VERIFIED_FIELDS + PIN_FIELDS)
+
+
+def display_conflict_groups(records: Iterable[Record]) -> dict[str, str]:
+    """The conflict group the host shows for each record id (its domain's view): records of
+    one type whose titles match (trim, lower case) with two or more contents form a group;
+    a record keeps the group stored in it, the others get the computed one.
+    """
+    groups: dict[tuple[str, str], list[Record]] = {}
+    for record in records:
+        groups.setdefault((record.type.value, title_key(record.title)), []).append(record)
+    out: dict[str, str] = {}
+    for group in groups.values():
+        if len({r.contentHash for r in group}) < 2:
+            continue
+        for record in group:
+            stored = record.governance.conflictGroup
+            out[record.id] = stored if stored is not None else conflict_group_for(record.title)
+    return out
+
+
+# ICU's root collation order of ASCII (what node's localeCompare uses): spaces, punctuation and
+# symbols in this order, digits, then letters, case deciding only between otherwise equal ids.
+_ICU_ASCII = " \t\n\r_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
+_ICU_RANK = {ch: i for i, ch in enumerate(_ICU_ASCII)}
+
+
+def locale_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A sort key close to ``String.prototype.localeCompare`` for ids (exact for ASCII)."""
+    primary = tuple(_ICU_RANK.get(ch.lower(), 1000 + ord(ch)) for ch in text)
+    return primary, tuple(0 if not ch.isupper() else 1 for ch in text)
+
+
+def host_list_order(records: Iterable[Record]) -> list[Record]:
+    """Records in the order of the host's ``list()``: newest ``updatedAt`` first, then id."""
+    return sorted(records, key=lambda r: (-r.updatedAt, locale_key(r.id)))
