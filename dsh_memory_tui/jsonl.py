@@ -462,19 +462,6 @@ class SafeFile:
         """Append another ``.corrupt`` file's entries to ours (a file being merged into ours)."""
         _append_synced(self.corrupt_path, data, "quarantining")
 
-    def cut_torn_tail(self, end: int) -> None:
-        """With the lock held: cut the file back to ``end`` (its last newline), removing a
-        line a crashed writer left unfinished (the caller quarantined it first).
-        """
-        fd = _open_private(self.path, os.O_WRONLY)
-        try:
-            os.ftruncate(fd, end)
-            os.fsync(fd)
-        except OSError as exc:
-            raise _io_error(self.path, "truncating the torn tail", exc) from None
-        finally:
-            os.close(fd)
-
     def replace(self, data: bytes, backup: bytes | None) -> None:
         """Atomically replace the file (lock held), writing ``backup`` to ``.bak`` first."""
         if backup is not None:

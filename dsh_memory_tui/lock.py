@@ -29,9 +29,11 @@ from .errors import StoreError
 
 STALE_AFTER_S = 60.0
 FILE_MODE = 0o600
-# Waiting is polling (the host offers nothing to block on); short sleeps with jitter so four
-# writers in a loop all get their turn, capped so a long wait costs little CPU.
-_POLL_MIN_S = 0.0005
+# Waiting is polling (the host offers nothing to block on). A lock is held for about a
+# millisecond, so waiters retry within one (with jitter, so four writers in a loop all get their
+# turn); after the first ~100 ms the interval grows to 20 ms, so a long wait costs little CPU.
+_POLL_S = 0.0002
+_POLL_FAST_FOR_S = 0.1
 _POLL_MAX_S = 0.02
 
 
@@ -100,7 +102,9 @@ class HostLock:
     def __init__(self, lock_path: Path, timeout_s: float) -> None:
         self.path = lock_path
         self.timeout_s = timeout_s
-        self._identity: tuple[int, int] | None = None
+        # The lock file we created, kept open while held: its inode cannot be reused by a
+        # lock file someone else creates after deleting ours (see ``still_ours``).
+        self._fd: int | None = None
 
     def _try_create(self) -> bool:
         try:
@@ -124,52 +128,56 @@ class HostLock:
         try:
             os.fchmod(fd, FILE_MODE)
             os.write(fd, f"{os.getpid()}\n".encode())
-            st = os.fstat(fd)
         except OSError as exc:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
             raise StoreError("LOCK_FAILED", f"{self.path}: cannot write the lock: {exc}") from None
-        os.close(fd)
-        self._identity = (st.st_dev, st.st_ino)
+        self._fd = fd
         return True
 
-    def _break_if_stale(self) -> Holder | None:
-        """Unlink a stale lock whose holder is gone (True: try again at once). Returns the
-        holder of a lock that stays, or None when the lock is gone now.
-        """
+    def _break_if_stale(self) -> bool:
+        """Unlink a stale lock whose holder is gone. True: the lock is gone, try again now."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return True
+        if time.time() - st.st_mtime < STALE_AFTER_S:
+            return False  # the usual case: one stat, no read
         found = read_holder(self.path)
         if found is None:
-            return None
+            return True
         holder, identity = found
         if holder.age_s < STALE_AFTER_S or holder.alive:
-            return holder
+            return False
         # The same file we judged stale, still there: unlink it (as the host does).
         try:
             st = os.lstat(self.path)
         except FileNotFoundError:
-            return None
+            return True
         if (st.st_dev, st.st_ino, st.st_mtime_ns) == identity:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
-        return None
+        return True
 
     def acquire(self) -> None:
         """Take the lock, waiting up to the timeout. ``LOCK_TIMEOUT`` names the holder."""
-        deadline = time.monotonic() + self.timeout_s
-        delay = _POLL_MIN_S
-        holder: Holder | None = None
+        start = time.monotonic()
+        deadline = start + self.timeout_s
+        delay = _POLL_S
         while True:
             if self._try_create():
                 return
-            holder = self._break_if_stale()
-            if holder is None:
+            if self._break_if_stale():
                 continue
             now = time.monotonic()
             if now >= deadline:
                 break
             time.sleep(min(delay * (0.5 + random.random()), deadline - now))
-            delay = min(delay * 2, _POLL_MAX_S)
+            if now - start > _POLL_FAST_FOR_S:
+                delay = min(delay * 1.5, _POLL_MAX_S)
+        found = read_holder(self.path)
+        holder = found[0] if found else Holder(None, 0.0, None)
         hint = (
             f"; if no such process is writing, delete {self.path}"
             if holder.alive is not True else ""
@@ -181,14 +189,19 @@ class HostLock:
         )
 
     def still_ours(self) -> bool:
-        """True while the lock file is the one we created (nobody broke it meanwhile)."""
-        if self._identity is None:
+        """True while the lock file is the one we created (nobody broke it meanwhile).
+
+        Compared by inode with the file we keep open: while it is open its inode number
+        cannot be given to a new lock file, even if ours was deleted.
+        """
+        if self._fd is None:
             return False
         try:
+            ours = os.fstat(self._fd)
             st = os.lstat(self.path)
         except FileNotFoundError:
             return False
-        return (st.st_dev, st.st_ino) == self._identity
+        return ours.st_nlink > 0 and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino)
 
     def ensure_ours(self) -> None:
         """``LOCK_LOST`` if another process broke our lock (we were stopped for a minute):
@@ -202,10 +215,15 @@ class HostLock:
             )
 
     def release(self) -> None:
-        if self.still_ours():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-        self._identity = None
+        if self._fd is None:
+            return
+        try:
+            if self.still_ours():
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+        finally:
+            os.close(self._fd)
+            self._fd = None
 
     @contextlib.contextmanager
     def held(self) -> Iterator[HostLock]:

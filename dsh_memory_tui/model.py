@@ -20,9 +20,9 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import StoreError
 
@@ -254,6 +254,11 @@ def _share_shapes(record: Record) -> Record:
 
 
 
+# Safe integers (JavaScript's Number.isSafeInteger, >= 0), checked in pydantic's Rust core.
+SafeInt = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
+Revision = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
+
+
 class SourceRef(_Open):
     kind: SourceRefKind
     id: str
@@ -265,7 +270,7 @@ class Provenance(_Open):
     kind: ProvenanceKind
     # Absent, never null: a null is refused by the host (``None`` here means absent).
     sessionId: str = None  # type: ignore[assignment]
-    eventSeq: int = None  # type: ignore[assignment]
+    eventSeq: SafeInt = None  # type: ignore[assignment]
     note: str = None  # type: ignore[assignment]
 
 
@@ -273,14 +278,14 @@ class Governance(_Open):
     origin: Origin
     sourceRefs: list[SourceRef]
     verification: Verification
-    verifiedAt: int = None  # type: ignore[assignment]
+    verifiedAt: SafeInt = None  # type: ignore[assignment]
     verifiedBy: Literal["user", "trusted-tool"] = None  # type: ignore[assignment]
     confidence: Literal["low", "medium", "high"] = None  # type: ignore[assignment]
-    revision: int
+    revision: Revision
     conflictGroup: Any = None  # not validated by the host: any JSON value is kept
-    pinnedAt: int = None  # type: ignore[assignment]
+    pinnedAt: SafeInt = None  # type: ignore[assignment]
     pinnedBy: Literal["user"] = None  # type: ignore[assignment]
-    expiresAt: int = None  # type: ignore[assignment]
+    expiresAt: SafeInt = None  # type: ignore[assignment]
     retention: Retention
     # Our review extras (SPEC 4); the host ignores them, so any value a line has is kept.
     reviewedBy: Any = None
@@ -304,10 +309,10 @@ class Record(_Open):
     content: str
     tags: list[str]
     provenance: Provenance
-    createdAt: int
-    updatedAt: int
-    lastUsedAt: int = None  # type: ignore[assignment]
-    useCount: int
+    createdAt: SafeInt
+    updatedAt: SafeInt
+    lastUsedAt: SafeInt = None  # type: ignore[assignment]
+    useCount: SafeInt
     contentHash: str
     status: Status
     # Absent on an older host's record: ``governance`` then holds the host's defaults
@@ -543,66 +548,77 @@ _USER_AUTHORED = Origin.USER_AUTHORED
 _VERIFIED = Verification.VERIFIED
 
 
-def _int_ok(value: int | None) -> bool:
-    return value is None or 0 <= value <= MAX_SAFE_INTEGER
-
-
 # Tests turn it off to hold the fast path to the same verdicts as ``_validate_value``.
 FAST_PATH = True
 
 
-def _fast_ok(record: Record) -> bool:
-    """True if the host accepts this pydantic-parsed record (strict types already hold).
-    False means "ask ``_validate_value``", not "invalid": it knows the rule and its message.
+# A decoded string can hold a control character only if the line has an escape (raw control
+# characters are not JSON), and a string can be blank only if it is empty or starts with JS
+# whitespace. Most records show neither; then those rules need no look inside each field.
+_JS_SPACE_CHAR = re.compile(f"[{re.escape(JS_WHITESPACE)}]")
+
+
+def _bytes_ok(value: str, max_bytes: int) -> bool:
+    # isascii() is O(1) on a str: then characters are bytes.
+    return len(value) <= max_bytes and (value.isascii() or utf8_len(value) <= max_bytes)
+
+
+def _fast_ok(record: Record, line: bytes | None = None) -> bool:
+    """True if the host accepts this pydantic-parsed record (strict types and integer ranges
+    already hold). False means "ask ``_validate_value``", not "invalid": it knows the rule and
+    its message. ``line``: the bytes it was parsed from, which can rule out control characters.
     """
     d = record.__dict__
-    content = d["content"]
+    content, title, rid, key, tags = d["content"], d["title"], d["id"], d["scopeKey"], d["tags"]
+    p = d["provenance"].__dict__
+    session, note = p["sessionId"], p["note"]
+    gov = d["governance"]
+    g = gov.__dict__ if gov is not None else None
+    refs = g["sourceRefs"] if g is not None else ()
+    ref_ids = [r.id for r in refs]
     if not (
-        text_ok(d["id"], MAX_ID_BYTES)
-        and text_ok(d["scopeKey"], MAX_SCOPE_KEY_BYTES)
-        and text_ok(d["title"], MAX_TITLE_BYTES)
-        and content_ok(content)
-        and len(d["tags"]) <= MAX_TAGS
-        and all(text_ok(t, MAX_TAG_BYTES) for t in d["tags"])
+        len(tags) <= MAX_TAGS
+        and len(refs) <= MAX_SOURCE_REFS
+        and _bytes_ok(title, MAX_TITLE_BYTES)
+        and _bytes_ok(rid, MAX_ID_BYTES)
+        and _bytes_ok(key, MAX_SCOPE_KEY_BYTES)
+        and _bytes_ok(content, MAX_CONTENT_BYTES)
+        and (not tags or (max(map(len, tags)) <= MAX_TAG_BYTES // 4
+             or all(_bytes_ok(t, MAX_TAG_BYTES) for t in tags)))
+        and (not ref_ids or all(_bytes_ok(i, MAX_ID_BYTES) for i in ref_ids))
+        and (session is None or _bytes_ok(session, MAX_ID_BYTES))
+        and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
+        and d["updatedAt"] >= d["createdAt"]
         and d["contentHash"] == "sha256:" + _sha256(content.encode()).hexdigest()
     ):
         return False
-    created, updated, used = d["createdAt"], d["updatedAt"], d["lastUsedAt"]
-    if not (
-        0 <= created <= updated <= MAX_SAFE_INTEGER
-        and 0 <= d["useCount"] <= MAX_SAFE_INTEGER
-        and _int_ok(used)
+    texts = [rid, key, title, *tags, *ref_ids]
+    if session is not None:
+        texts.append(session)
+    if note is not None:
+        texts.append(note)
+    firsts = "".join([t[:1] for t in texts]) + content[:1]
+    # An empty string, or one that starts with whitespace: is any of them blank?
+    if (len(firsts) <= len(texts) or _JS_SPACE_CHAR.search(firsts)) and (
+        not all(_NOT_JS_SPACE.search(t) for t in texts) or not _NOT_JS_SPACE.search(content)
     ):
         return False
-    p = d["provenance"].__dict__
-    if not (
-        (p["sessionId"] is None or text_ok(p["sessionId"], MAX_ID_BYTES))
-        and (p["note"] is None or text_ok(p["note"], MAX_NOTE_BYTES))
-        and _int_ok(p["eventSeq"])
+    if (line is None or b"\\" in line or b"\x7f" in line) and (
+        _TEXT_CONTROL.search(" ".join(texts)) or _CONTENT_CONTROL.search(content)
     ):
         return False
-    gov = d["governance"]
-    if gov is None:
+    if g is None:
         return True
-    g = gov.__dict__
-    refs = g["sourceRefs"]
     if not (
-        len(refs) <= MAX_SOURCE_REFS
-        and (refs or g["origin"] is _USER_AUTHORED)
-        and 1 <= g["revision"] <= MAX_SAFE_INTEGER
+        (refs or g["origin"] is _USER_AUTHORED)
         and (g["verifiedAt"] is not None or g["verification"] is not _VERIFIED)
         and (g["pinnedAt"] is None or g["pinnedBy"] is not None)
-        and _int_ok(g["verifiedAt"])
-        and _int_ok(g["expiresAt"])
-        and _int_ok(g["pinnedAt"])
     ):
         return False
     for ref in refs:
-        r = ref.__dict__
-        h = r["contentHash"]
-        if not text_ok(r["id"], MAX_ID_BYTES) or (
-            (h is not None or "contentHash" in ref.__pydantic_fields_set__)
-            and not (type(h) is str and _HASH.fullmatch(h))
+        h = ref.__dict__["contentHash"]
+        if (h is not None or "contentHash" in ref.__pydantic_fields_set__) and not (
+            type(h) is str and _HASH.fullmatch(h)
         ):
             return False
     return True
@@ -837,7 +853,7 @@ def parse_line(
             ):
                 if record.scope is location.scope:
                     return ForeignLine(record.scopeKey, record.id, record.title)
-            elif _fast_ok(record):
+            elif _fast_ok(record, line):
                 return _fill_legacy(_share_shapes(record))
     try:
         value = loads_js(js_trim(decode_js(line)))

@@ -14,9 +14,11 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from conftest import REPO_ROOT
 
-from dsh_memory_tui.model import Location, Record, Scope, parse_line
+from dsh_memory_tui.errors import StoreError
+from dsh_memory_tui.model import Record, Scope, parse_line
 from dsh_memory_tui.store import MemoryStore
 
 DEADLINE_S = 60.0
@@ -44,6 +46,19 @@ def finish(procs: list[subprocess.Popen[str]]) -> list[str]:
 
 def project_lines(home: Home) -> list[bytes]:
     return (home[1] / ".dsh/workspace-memory/records.jsonl").read_bytes().splitlines()
+
+
+def lock_left_by(path: Path, pid: int) -> bool:
+    """True if ``path``'s lock file is one the (dead) process ``pid`` left; it is then made
+    61 s old, as after a minute: stale, so the next writer breaks it (the host's rule).
+    """
+    lock = path.with_name(path.name + ".lock")
+    if not lock.exists():
+        return False
+    assert lock.read_bytes() == f"{pid}\n".encode()
+    then = time.time() - 61
+    os.utime(lock, (then, then))
+    return True
 
 
 APPENDER = """
@@ -202,6 +217,7 @@ def test_a_writer_killed_mid_write_loses_no_acknowledged_record(fixture_home: Ho
     out, _ = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == -signal.SIGKILL
     acked += out.split()
+    lock_left_by(path, proc.pid)  # killed while holding it, or not
 
     store = MemoryStore.open(home, workspace, "alice")
     ids = {r.id for r in store.records("project")}
@@ -241,20 +257,32 @@ def test_a_writer_that_died_mid_line_leaves_only_its_tail_to_quarantine(
     before = path.read_bytes()
     template = store.create("user", "fact", "template", "a whole line").record
     line_file = tmp_path / "line"
-    line_file.write_bytes(template.model_copy(update={"scope": Scope.PROJECT}).to_line())
+    line_file.write_bytes(template.model_copy(
+        update={"scope": Scope.PROJECT, "scopeKey": store.paths.root_id}).to_line())
     proc = spawn(CRASH_MID_LINE, path, line_file)
     proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == -signal.SIGKILL
     half = line_file.read_bytes()[: len(line_file.read_bytes()) // 2]
     assert path.read_bytes() == before + half
 
-    reader = MemoryStore.open(home, workspace, "alice")  # a reader skips the partial line
-    assert reader.view(reader.file_for("project")).refresh() is not None
-    assert reader.view(reader.file_for("project")).torn
-    assert reader.view(reader.file_for("project")).corrupt == []
+    reader = MemoryStore.open(home, workspace, "alice", lock_timeout_s=0.2)
+    view = reader.view(reader.file_for("project"))
+    assert view.refresh() is not None  # a reader skips the partial line
+    assert view.torn
+    assert view.corrupt == []
 
-    created = reader.create("project", "fact", "next", "the next writer")  # lock is free again
+    # The dead writer's lock stays until it is 60 s old (the host's rule): until then the
+    # next writer times out, naming it; then it breaks the lock and writes.
+    with pytest.raises(StoreError) as err:
+        reader.create("project", "fact", "next", "the next writer")
+    assert err.value.code == "LOCK_TIMEOUT"
+    assert f"pid {proc.pid} (not running)" in err.value.message
+    assert path.read_bytes() == before + half
+    assert lock_left_by(path, proc.pid)
+    created = reader.create("project", "fact", "next", "the next writer")
+    assert not path.with_name("records.jsonl.lock").exists()
     assert path.read_bytes().startswith(before)
-    assert path.with_name("records.jsonl.corrupt").read_bytes().endswith(half + b"\n")
-    last = parse_line(path.read_bytes().splitlines()[-1], Location(Scope.PROJECT))
+    entries = path.with_name("records.jsonl.corrupt").read_bytes().splitlines()
+    assert json.loads(entries[-1])["raw"] == half.decode() + "\n"
+    last = parse_line(path.read_bytes().splitlines()[-1], view.location)
     assert isinstance(last, Record) and last.id == created.id

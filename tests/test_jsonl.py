@@ -4,7 +4,9 @@ refusal of unsafe paths, the lock timeout and truncate-back, on real files and p
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import select
 import stat
 import subprocess
@@ -19,7 +21,9 @@ import pytest
 
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.jsonl import SafeFile, TailReader, check_path, read_file, write_atomic
-from dsh_memory_tui.store import MemoryStore
+from dsh_memory_tui.lock import HostLock
+from dsh_memory_tui.model import Record, next_revision
+from dsh_memory_tui.store import FileView, MemoryStore
 
 REPO = Path(__file__).parent.parent
 DEADLINE_S = 20.0
@@ -49,25 +53,40 @@ def read_line(proc: subprocess.Popen[str], deadline_s: float = DEADLINE_S) -> st
 
 
 HOLD_LOCK = """
-    import sys
-    from filelock import FileLock
-    with FileLock(sys.argv[1]):
-        print("locked", flush=True)
+    import os, sys
+    from pathlib import Path
+    from dsh_memory_tui.lock import HostLock
+    with HostLock(Path(sys.argv[1]), 5).held():
+        print(os.getpid(), flush=True)
         sys.stdin.readline()
 """
 
 
 @contextmanager
-def lock_held_elsewhere(lock_path: Path) -> Iterator[None]:
-    """Another process holds ``lock_path`` until the block ends."""
+def lock_held_elsewhere(lock_path: Path) -> Iterator[int]:
+    """Another process holds ``lock_path`` (the host's protocol) until the block ends; its pid."""
     proc = python(HOLD_LOCK, str(lock_path))
     try:
-        assert read_line(proc) == "locked"
-        yield
+        pid = int(read_line(proc))
+        assert lock_path.read_bytes() == f"{pid}\n".encode()
+        yield pid
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(DEADLINE_S)
+    assert not lock_path.exists()  # the holder unlinked it
+
+
+def age(path: Path, seconds: float) -> None:
+    """Make ``path`` look ``seconds`` old (its mtime is what makes a lock stale)."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def pid_of_a_finished_process() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(DEADLINE_S)
+    return proc.pid
 
 
 # ---------------------------------------------------------------- the tail reader
@@ -179,30 +198,32 @@ def test_the_reader_refuses_a_symlink_and_a_fifo(tmp_path: Path) -> None:
 
 def test_appends_add_whole_lines_under_the_lock(tmp_path: Path) -> None:
     safe = SafeFile(tmp_path / "d" / "f.jsonl", 5)
-    with safe.locked():
+    with safe.locked() as lock:
+        assert lock.path == safe.lock_path
+        assert mode(safe.lock_path) == 0o600
         safe.append(b'{"a":1}\n')
         safe.append(b'{"b":2}\n')
     assert safe.path.read_bytes() == b'{"a":1}\n{"b":2}\n'
-    assert mode(safe.path) == 0o600 and mode(safe.lock_path) == 0o600
+    assert mode(safe.path) == 0o600
     assert mode(safe.path.parent) == 0o700
+    assert not safe.lock_path.exists()
 
 
-def test_quarantine_appends_verbatim_and_never_overwrites(tmp_path: Path) -> None:
+def test_quarantine_appends_host_format_entries_and_never_overwrites(tmp_path: Path) -> None:
     safe = SafeFile(tmp_path / "f.jsonl", 5)
-    safe.quarantine([b"bad one", b"{broken\n"])
-    safe.quarantine([b"\xff\xfe not utf-8"])
-    assert safe.corrupt_path.read_bytes() == b"bad one\n{broken\n\xff\xfe not utf-8\n"
+    safe.quarantine([(3, "bad one\n"), (7, '{"broken\n')], 1764000000000)
+    safe.quarantine([], 1)  # nothing to quarantine: nothing written
+    safe.quarantine([(1, "\ufffd not utf-8, é\n")], 1764000000001)
+    lines = safe.corrupt_path.read_bytes().splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"line": 3, "capturedAt": 1764000000000, "raw": "bad one\n"},
+        {"line": 7, "capturedAt": 1764000000000, "raw": '{"broken\n'},
+        {"line": 1, "capturedAt": 1764000000001, "raw": "\ufffd not utf-8, é\n"},
+    ]
+    # Field order and separators as the host writes them (JSON.stringify).
+    assert lines[0] == b'{"line":3,"capturedAt":1764000000000,"raw":"bad one\\n"}'
+    assert "é".encode() in lines[2]  # UTF-8, not \\u escapes
     assert mode(safe.corrupt_path) == 0o600
-
-
-def test_a_torn_tail_is_moved_to_corrupt_and_cut_off(tmp_path: Path) -> None:
-    safe = SafeFile(tmp_path / "f.jsonl", 5)
-    safe.path.write_bytes(b"good\nhalf a li")
-    with safe.locked():
-        assert safe.drop_torn_tail() == b"half a li"
-        assert safe.drop_torn_tail() is None
-    assert safe.path.read_bytes() == b"good\n"
-    assert safe.corrupt_path.read_bytes() == b"half a li\n"
 
 
 def test_replace_writes_the_backup_first_then_swaps_atomically(tmp_path: Path) -> None:
@@ -215,9 +236,7 @@ def test_replace_writes_the_backup_first_then_swaps_atomically(tmp_path: Path) -
     assert safe.bak_path.read_bytes() == b"old\n"
     assert os.stat(safe.path).st_ino != inode
     assert mode(safe.path) == 0o600 and mode(safe.bak_path) == 0o600
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "f.jsonl", "f.jsonl.bak", "f.jsonl.lock",
-    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl", "f.jsonl.bak"]
 
 
 def test_read_file_reads_from_an_offset(tmp_path: Path) -> None:
@@ -299,14 +318,16 @@ UMASK_000_WRITES = """
     for scope in ("project", "shared-project", "user"):
         r = store.create(scope, "fact", "t " + scope, "c " + scope, confirm_shared=True)
         store.edit(r.id, 1, content="changed", confirm_shared=True)
-    s = store.create("session", "fact", "t", "c", session=("s1", "r1"))
+    s = store.create("session", "fact", "t", "c", session=("s1", None))
     store.forget(s.id)
     for f in store.files():
         store.compact(f, confirm_shared=True)
     with open(store.file_for("project").path, "ab") as f:
         f.write(b"not json\\n")
     store.create("project", "fact", "another", "another")
-    print("done", flush=True)
+    safe = store.view(store.file_for("user")).safe
+    with safe.locked() as lock:
+        print(oct(os.stat(lock.path).st_mode & 0o777), flush=True)
 """
 
 
@@ -316,30 +337,164 @@ def test_umask_000_still_gives_0700_directories_and_0600_files(tmp_path: Path) -
     proc = python(UMASK_000_WRITES, str(home), str(workspace))
     out, err = proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == 0, err
+    assert out.split() == ["0o600"]  # the lock file, while it was held
     created = [*home.rglob("*"), *(workspace / ".dsh").rglob("*"), home, workspace / ".dsh"]
     kinds = {p.name.rsplit(".", 1)[-1] for p in created if p.is_file()}
-    assert {"jsonl", "lock", "bak", "corrupt"} <= kinds
+    assert {"jsonl", "bak", "corrupt"} <= kinds
+    assert "lock" not in kinds  # every lock was unlinked after use
     for path in created:
         expected = 0o700 if path.is_dir() else 0o600
         assert mode(path) == expected, f"{path} is {oct(mode(path))}"
 
 
-# ---------------------------------------------------------------- lock timeout
+# ---------------------------------------------------------------- the host's lock
 
 
-def test_a_held_lock_is_lock_timeout_not_a_hang(tmp_path: Path) -> None:
+def test_the_lock_file_holds_our_pid_while_held_and_is_removed_after(tmp_path: Path) -> None:
+    lock = HostLock(tmp_path / "f.jsonl.lock", 1)
+    with lock.held() as held:
+        assert held is lock
+        assert lock.path.read_bytes() == f"{os.getpid()}\n".encode()
+        assert mode(lock.path) == 0o600
+        assert lock.still_ours()
+        lock.ensure_ours()
+    assert not lock.path.exists()
+    assert not lock.still_ours()
+    with lock.held():  # and it can be taken again
+        assert lock.path.exists()
+    assert not lock.path.exists()
+
+
+def test_a_lock_released_after_an_error_is_removed(tmp_path: Path) -> None:
+    safe = SafeFile(tmp_path / "f.jsonl", 1)
+    with pytest.raises(RuntimeError), safe.locked():
+        raise RuntimeError("the work failed")
+    assert not safe.lock_path.exists()
+
+
+def test_a_held_lock_is_lock_timeout_naming_the_holder_not_a_hang(tmp_path: Path) -> None:
     safe = SafeFile(tmp_path / "f.jsonl", 0.2)
     safe.path.write_bytes(b"")
-    safe.lock_path.write_bytes(b"")
-    with lock_held_elsewhere(safe.lock_path):
+    with lock_held_elsewhere(safe.lock_path) as pid:
         started = time.monotonic()
         with pytest.raises(StoreError) as err, safe.locked():
             pass
-        assert time.monotonic() - started < DEADLINE_S
+        waited = time.monotonic() - started
+        assert 0.2 <= waited < DEADLINE_S
+        assert safe.lock_path.read_bytes() == f"{pid}\n".encode()  # not broken
     assert err.value.code == "LOCK_TIMEOUT"
-    assert "DSH_LOCK_TIMEOUT" in err.value.message
+    message = err.value.message
+    assert f"pid {pid} (running)" in message
+    assert re.search(r"for \d+\.\d s", message), message
+    assert "DSH_LOCK_TIMEOUT" in message
+    assert "delete" not in message  # a running holder: no advice to delete its lock
     with safe.locked():  # released: available again
         pass
+
+
+def test_a_fresh_lock_of_a_dead_process_is_waited_for_not_broken(tmp_path: Path) -> None:
+    # Younger than 60 s: the host would not break it either (it may be a slow write).
+    lock_path = tmp_path / "f.jsonl.lock"
+    pid = pid_of_a_finished_process()
+    lock_path.write_bytes(f"{pid}\n".encode())
+    age(lock_path, 30)
+    with pytest.raises(StoreError) as err, HostLock(lock_path, 0.1).held():
+        pass
+    assert err.value.code == "LOCK_TIMEOUT"
+    assert f"pid {pid} (not running) for 30." in err.value.message
+    assert f"delete {lock_path}" in err.value.message
+    assert lock_path.read_bytes() == f"{pid}\n".encode()
+
+
+def test_a_stale_lock_whose_pid_is_not_running_is_broken(tmp_path: Path) -> None:
+    lock_path = tmp_path / "f.jsonl.lock"
+    lock_path.write_bytes(f"{pid_of_a_finished_process()}\n".encode())
+    age(lock_path, 61)
+    lock = HostLock(lock_path, 0.5)
+    with lock.held():
+        assert lock_path.read_bytes() == f"{os.getpid()}\n".encode()
+        assert lock.still_ours()
+    assert not lock_path.exists()
+
+
+def test_a_stale_lock_without_a_pid_is_broken(tmp_path: Path) -> None:
+    lock_path = tmp_path / "f.jsonl.lock"
+    lock_path.write_bytes(b"")
+    age(lock_path, 61)
+    with HostLock(lock_path, 0.5).held():
+        assert lock_path.read_bytes() == f"{os.getpid()}\n".encode()
+
+
+def test_a_fresh_lock_without_a_pid_names_an_unknown_holder(tmp_path: Path) -> None:
+    lock_path = tmp_path / "f.jsonl.lock"
+    lock_path.write_bytes(b"")
+    with pytest.raises(StoreError) as err, HostLock(lock_path, 0.1).held():
+        pass
+    assert err.value.code == "LOCK_TIMEOUT"
+    assert "an unknown process" in err.value.message
+    assert lock_path.exists()
+
+
+def test_a_stale_lock_whose_pid_is_running_is_not_broken(tmp_path: Path) -> None:
+    # A holder stopped for over a minute (not crashed): breaking its lock would let two
+    # writers in at once. The host may break it; we wait and then say who holds it.
+    safe = SafeFile(tmp_path / "f.jsonl", 0.3)
+    with lock_held_elsewhere(safe.lock_path) as pid:
+        age(safe.lock_path, 61)
+        with pytest.raises(StoreError) as err, safe.locked():
+            pass
+        assert safe.lock_path.read_bytes() == f"{pid}\n".encode()
+    assert err.value.code == "LOCK_TIMEOUT"
+    assert f"pid {pid} (running) for 61." in err.value.message
+
+
+def test_a_lock_deleted_and_taken_by_another_is_lost(tmp_path: Path) -> None:
+    lock_path = tmp_path / "f.jsonl.lock"
+    lock = HostLock(lock_path, 1)
+    lock.acquire()
+    try:
+        assert lock.still_ours()
+        # Someone judged it stale: deleted it and took it (a new file, another inode).
+        lock_path.unlink()
+        assert not lock.still_ours()
+        with pytest.raises(StoreError) as err:
+            lock.ensure_ours()
+        assert err.value.code == "LOCK_LOST"
+        other = HostLock(lock_path, 1)
+        other.acquire()
+        assert other.still_ours() and not lock.still_ours()
+        with pytest.raises(StoreError) as err:
+            lock.ensure_ours()
+        assert err.value.code == "LOCK_LOST"
+    finally:
+        lock.release()
+    # Releasing a lost lock leaves the new holder's lock alone.
+    assert lock_path.read_bytes() == f"{os.getpid()}\n".encode()
+    assert other.still_ours()
+    other.release()
+    assert not lock_path.exists()
+
+
+def test_a_write_whose_lock_was_lost_writes_nothing(fixture_home: tuple[Path, Path]) -> None:
+    store = MemoryStore.open(*fixture_home, "alice", lock_timeout_s=1)
+    file = store.file_for("user")
+    before = file.path.read_bytes()
+    lock_path = store.view(file).safe.lock_path
+    thief = HostLock(lock_path, 1)
+
+    def build(view: FileView) -> tuple[list[Record], None]:
+        lock_path.unlink()  # broken by another process while we were stopped...
+        thief.acquire()  # ...and taken by it
+        current = view.current["memory:user:preference:e66c0e9819428e8a34c6049fa9998118"]
+        return [next_revision(current, current.updatedAt + 1, {"title": "late"})], None
+
+    with pytest.raises(StoreError) as err:
+        store.write(file, build)
+    assert err.value.code == "LOCK_LOST"
+    assert file.path.read_bytes() == before
+    assert thief.still_ours()  # the other holder's lock is left alone
+    thief.release()
+    assert not lock_path.exists()
 
 
 def test_dsh_lock_timeout_sets_the_wait(fixture_home: tuple[Path, Path],
@@ -348,11 +503,12 @@ def test_dsh_lock_timeout_sets_the_wait(fixture_home: tuple[Path, Path],
     store = MemoryStore.open(*fixture_home, "alice")
     assert store.lock_timeout == 0.1
     path = store.file_for("project").path
-    with lock_held_elsewhere(path.with_name(path.name + ".lock")), pytest.raises(
+    with lock_held_elsewhere(path.with_name(path.name + ".lock")) as pid, pytest.raises(
         StoreError
     ) as err:
         store.create("project", "fact", "t", "c")
     assert err.value.code == "LOCK_TIMEOUT"
+    assert f"pid {pid}" in err.value.message
 
 
 # ---------------------------------------------------------------- a write that fails part way

@@ -1,5 +1,9 @@
-"""The record (SPEC 3): enumerations, one readable reason per rule, legacy defaults, unknown
-fields, newer-schema lines, ids. Pure functions: no files needed beyond reading fixtures.
+"""The record (SPEC 4): our API over the host's rules. ``parse_line`` results (records, foreign
+and newer-schema lines), the host's message and our reason for each broken rule, legacy
+defaults, the expired view, unknown fields, ``make_record``, ``next_revision`` and ids.
+
+The host's verdict on every corpus case is checked in ``tests/interop``; here each rule is met
+once, to pin down what our API returns for it. Pure functions: no files beyond the fixtures.
 """
 
 from __future__ import annotations
@@ -7,12 +11,16 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dsh_memory_tui import model
+from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.model import (
+    ForeignLine,
     FutureLine,
     Location,
     Origin,
@@ -27,11 +35,16 @@ from dsh_memory_tui.model import (
     Status,
     Verification,
     content_hash,
+    effective,
+    expired_view,
+    import_id,
+    is_expired,
     make_record,
     new_id,
     next_revision,
     parse_line,
     record_from_json,
+    session_file_stem,
     session_scope_key,
     sha256_hex,
 )
@@ -39,11 +52,14 @@ from dsh_memory_tui.model import (
 FIXTURE_RECORDS = (
     Path(__file__).parent / "fixtures/host/workspace/.dsh/workspace-memory/records.jsonl"
 )
-PROJECT = Location(Scope.PROJECT)
+ROOT = "root:" + sha256_hex("/home/dev/projects/acme-api")
+OTHER_ROOT = "root:" + sha256_hex("/srv/other-project")
+PROJECT = Location(Scope.PROJECT, ROOT)
 
 
 def fixture_lines() -> list[bytes]:
-    return FIXTURE_RECORDS.read_bytes().splitlines()
+    text = FIXTURE_RECORDS.read_text(encoding="utf-8").replace("__ROOT_ID__", ROOT)
+    return text.encode().splitlines()
 
 
 def good() -> dict[str, Any]:
@@ -51,15 +67,22 @@ def good() -> dict[str, Any]:
     return json.loads(fixture_lines()[2])
 
 
-def line(obj: dict[str, Any]) -> bytes:
+def line(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def reason_of(obj: dict[str, Any] | bytes, location: Location | None = PROJECT) -> str:
+def invalid(obj: Any, location: Location | None = PROJECT) -> RecordInvalid:
     raw = obj if isinstance(obj, bytes) else line(obj)
     with pytest.raises(RecordInvalid) as err:
         parse_line(raw, location)
-    return err.value.reason
+    return err.value
+
+
+@pytest.fixture(params=[True, False], ids=["fast-path", "host-order-path"])
+def both_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Run a test with pydantic's fast path on and off: both must give the same answers."""
+    monkeypatch.setattr(model, "FAST_PATH", request.param)
+    yield
 
 
 # ---------------------------------------------------------------- enumerations
@@ -81,101 +104,180 @@ def test_enumerations_are_exactly_the_specified_values(enum: type, values: set[s
     assert {m.value for m in enum} == values
 
 
+def test_source_ref_kinds_are_the_hosts_five() -> None:
+    assert model.SOURCE_REF_KINDS == ("session", "event", "file", "url", "import")
+
+
 @pytest.mark.parametrize(
-    ("path", "value"),
+    ("path", "value", "message"),
     [
-        (("type",), "note"),
-        (("status",), "deleted"),
-        (("scope",), "global"),
-        (("governance", "origin"), "human"),
-        (("governance", "verification"), "maybe"),
-        (("governance", "retention"), "forever"),
-        (("provenance", "kind"), "robot"),
+        (("type",), "note", "Memory type is invalid"),
+        (("status",), "deleted", "Memory status is invalid"),
+        (("scope",), "global", "Memory record scope does not match this store"),
+        (("governance", "origin"), "human", "Memory governance enum is invalid"),
+        (("governance", "verification"), "maybe", "Memory governance enum is invalid"),
+        (("governance", "retention"), "forever", "Memory governance enum is invalid"),
+        (("governance", "confidence"), "certain", "Memory confidence is invalid"),
+        (("provenance", "kind"), "robot", "Memory provenance kind is invalid"),
     ],
 )
-def test_a_value_outside_its_enumeration_is_refused_naming_the_field(
-    path: tuple[str, ...], value: str
+def test_a_value_outside_its_enumeration_gets_the_hosts_message(
+    both_paths: None, path: tuple[str, ...], value: str, message: str
 ) -> None:
     obj = good()
     target = obj
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = value
-    reason = reason_of(obj)
-    assert reason.startswith(".".join(path) + ":")
+    err = invalid(obj)
+    assert err.host_message == message
+    assert err.reason.startswith(message)
 
 
 # ---------------------------------------------------------------- validation rules
 
 
-def _mutations() -> dict[str, Any]:
-    def set_(path: str, value: Any) -> Any:
-        def apply(obj: dict[str, Any]) -> None:
-            *parents, last = path.split(".")
-            for key in parents:
-                obj = obj[key]
-            obj[last] = value
+def _set(path: str, value: Any) -> Any:
+    def apply(obj: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for key in parents:
+            obj = obj[key]
+        obj[last] = value
 
-        return apply
-
-    def drop(path: str) -> Any:
-        def apply(obj: dict[str, Any]) -> None:
-            *parents, last = path.split(".")
-            for key in parents:
-                obj = obj[key]
-            del obj[last]
-
-        return apply
-
-    return {
-        "hash not sha256-prefixed hex": set_("contentHash", "md5:abc"),
-        "hash in uppercase hex": set_("contentHash", "sha256:" + "A" * 64),
-        "hash of other content": set_("contentHash", content_hash("something else")),
-        "no sourceRefs for a non user-authored origin": set_("governance.sourceRefs", []),
-        "verified without verifiedAt": set_("governance.verification", "verified"),
-        "revision 0": set_("governance.revision", 0),
-        "updatedAt before createdAt": set_("updatedAt", 1),
-        "negative useCount": set_("useCount", -1),
-        "a required field missing": drop("title"),
-        "a number given as a string": set_("createdAt", "1764000120000"),
-        "a boolean for a number": set_("useCount", True),
-        "a boolean for schemaVersion": set_("schemaVersion", True),
-        "schemaVersion 0": set_("schemaVersion", 0),
-        "tags not a list of strings": set_("tags", [1]),
-        "scope of another file": set_("scope", "user"),
-    }
+    return apply
 
 
-@pytest.mark.parametrize("name", list(_mutations()))
-def test_each_broken_rule_is_refused_with_a_reason(name: str) -> None:
+def _drop(path: str) -> Any:
+    def apply(obj: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for key in parents:
+            obj = obj[key]
+        del obj[last]
+
+    return apply
+
+
+# name -> (mutation, the host's message)
+MUTATIONS: dict[str, tuple[Any, str]] = {
+    "hash not sha256-prefixed hex": (_set("contentHash", "md5:abc"),
+                                     "Memory content hash is invalid"),
+    "hash in uppercase hex": (_set("contentHash", "sha256:" + "A" * 64),
+                              "Memory content hash is invalid"),
+    "hash of other content": (_set("contentHash", content_hash("something else")),
+                              "Memory content hash is invalid"),
+    "no sourceRefs for a non user-authored origin": (
+        _set("governance.sourceRefs", []), "Non-user Memory requires a source reference"),
+    "a sourceRef of kind record": (
+        _set("governance.sourceRefs", [{"kind": "record", "id": "memory:x"}]),
+        "Memory source reference kind is invalid"),
+    "a sourceRef of kind bundle": (
+        _set("governance.sourceRefs", [{"kind": "bundle", "id": "b"}]),
+        "Memory source reference kind is invalid"),
+    "a sourceRef hash that is not a hash": (
+        _set("governance.sourceRefs", [{"kind": "import", "id": "m", "contentHash": "x"}]),
+        "Memory source reference hash is invalid"),
+    "verified without verifiedAt": (_set("governance.verification", "verified"),
+                                    "Verified Memory requires a timestamp"),
+    "pinned without pinnedBy": (_set("governance.pinnedAt", 1764000120000),
+                                "Pinned Memory requires an actor"),
+    "revision 0": (_set("governance.revision", 0), "Memory revision is invalid"),
+    "updatedAt before createdAt": (_set("updatedAt", 1), "Memory timestamps are invalid"),
+    "negative useCount": (_set("useCount", -1), "Memory useCount is invalid"),
+    "a required field missing": (_drop("title"), "Memory title is invalid"),
+    "a null for an optional field": (_set("lastUsedAt", None), "Memory lastUsedAt is invalid"),
+    "a null provenance sessionId": (_set("provenance.sessionId", None),
+                                    "Memory provenance session is invalid"),
+    "a number given as a string": (_set("createdAt", "1764000120000"),
+                                   "Memory createdAt is invalid"),
+    "a fraction for an integer": (_set("createdAt", 1764000120000.5),
+                                  "Memory createdAt is invalid"),
+    "an integer past 2^53 - 1": (_set("updatedAt", 2**53), "Memory updatedAt is invalid"),
+    "a boolean for a number": (_set("useCount", True), "Memory useCount is invalid"),
+    "a boolean for schemaVersion": (_set("schemaVersion", True),
+                                    "Memory record schema is invalid"),
+    "a fraction for schemaVersion": (_set("schemaVersion", 1.5),
+                                     "Memory record schema is invalid"),
+    "tags not a list of strings": (_set("tags", [1]), "Memory tag is invalid"),
+    "33 tags": (_set("tags", [f"t{i}" for i in range(33)]), "Memory tags are invalid"),
+    "a title of 257 UTF-8 bytes": (_set("title", "é" * 128 + "x"), "Memory title is invalid"),
+    "a title of JS whitespace only": (_set("title", "\u00a0\u3000\ufeff"),
+                                      "Memory title is invalid"),
+    "a tab in a title": (_set("title", "a\tb"), "Memory title is invalid"),
+    "a control character in content": (_set("content", "a\x07b"), "Memory content is invalid"),
+    "content over 64 KiB": (_set("content", "x" * (64 * 1024 + 1)), "Memory content is invalid"),
+    "scope of another file": (_set("scope", "user"),
+                              "Memory record scope does not match this store"),
+}
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_each_broken_rule_gets_the_hosts_message_and_a_reason(both_paths: None, name: str) -> None:
+    mutate, message = MUTATIONS[name]
     obj = good()
-    _mutations()[name](obj)
-    assert reason_of(obj)
+    mutate(obj)
+    err = invalid(obj)
+    assert err.host_message == message
+    # The reason is the host's message, with what we know in words after it, on one line.
+    assert err.reason == message or err.reason.startswith(message + " (")
+    assert str(err) == err.reason
+    assert "\n" not in err.reason and len(err.reason) < 200
+    assert err.warning_code == ("BAD_HASH" if "hash" in message else "CORRUPT_RECORD")
+    assert err.not_json is False
 
 
-def test_every_rule_has_its_own_readable_reason() -> None:
-    reasons = {}
-    for name, mutate in _mutations().items():
+def test_reasons_say_more_than_the_hosts_message_where_it_is_shared() -> None:
+    # The host has one message for several rules; our reason tells them apart.
+    def reason(mutate: Any) -> str:
         obj = good()
         mutate(obj)
-        reasons[name] = reason_of(obj)
-    reasons["not json"] = reason_of(b'{"schemaVersion":1,"id":')
-    reasons["not an object"] = reason_of(b"[1, 2]")
-    # Two ways to break the same rule (the hash's format) give the same reason.
-    assert reasons.pop("hash in uppercase hex") == reasons["hash not sha256-prefixed hex"]
-    assert len(set(reasons.values())) == len(reasons), reasons
-    assert reasons["hash of other content"] == (
-        "contentHash does not match the sha256 of the content"
-    )
-    assert "verifiedAt" in reasons["verified without verifiedAt"]
-    assert "sourceRefs" in reasons["no sourceRefs for a non user-authored origin"]
-    assert "revision" in reasons["revision 0"]
-    assert "updatedAt" in reasons["updatedAt before createdAt"]
-    assert "useCount" in reasons["negative useCount"]
-    assert reasons["scope of another file"].startswith("scope 'user' does not match")
-    assert reasons["not json"] == "not valid JSON"
-    for reason in reasons.values():
-        assert "\n" not in reason and len(reason) < 200
+        return invalid(obj).reason
+
+    assert reason(_set("title", None)) != reason(_set("title", "   "))
+    assert "null" in reason(_set("title", None))
+    assert "blank" in reason(_set("title", "\u3000"))
+    assert "control character" in reason(_set("title", "a\x01"))
+    assert "256" in reason(_set("title", "x" * 257))
+    assert "record" in reason(_set("governance.sourceRefs", [{"kind": "record", "id": "m"}]))
+
+
+def test_a_line_that_is_not_json_is_refused_as_not_json() -> None:
+    for raw in (b'{"schemaVersion":1,"id":', b"{'single': 'quotes'}"):
+        err = invalid(raw)
+        assert err.host_message == "Memory record is invalid"
+        assert err.reason == "Memory record is invalid (not valid JSON)"
+        assert err.not_json is True
+        assert err.warning_code == "CORRUPT_RECORD"
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_tokens_are_not_json(token: str) -> None:
+    raw = line(good()).replace(b'"useCount":0', b'"useCount":' + token.encode())
+    assert invalid(raw).not_json is True
+
+
+def test_a_value_that_is_not_an_object_is_refused() -> None:
+    assert invalid(b"5").host_message == "Memory record must be an object"
+    assert invalid(b'"text"').host_message == "Memory record must be an object"
+    # An array is an object to JavaScript: it fails on its (missing) schemaVersion.
+    assert invalid(b"[1, 2]").host_message == "Memory record schema is invalid"
+
+
+def test_integers_in_float_form_are_accepted_and_written_as_integers(both_paths: None) -> None:
+    obj = good()
+    obj["createdAt"], obj["updatedAt"], obj["useCount"] = 1e3, 1.7e12, -0.0
+    record = parse_line(line(obj), PROJECT)
+    assert isinstance(record, Record)
+    assert (record.createdAt, record.updatedAt, record.useCount) == (1000, 1700000000000, 0)
+    out = json.loads(record.to_line())
+    assert type(out["createdAt"]) is int and out["useCount"] == 0
+
+
+def test_content_may_hold_tab_lf_and_cr_and_a_title_of_256_bytes_is_valid() -> None:
+    obj = good()
+    obj["content"] = "a\tb\nc\r\nd"
+    obj["contentHash"] = content_hash(obj["content"])
+    obj["title"] = "é" * 128  # 256 UTF-8 bytes
+    assert isinstance(parse_line(line(obj), PROJECT), Record)
 
 
 def test_verified_with_verified_at_is_valid() -> None:
@@ -184,91 +286,90 @@ def test_verified_with_verified_at_is_valid() -> None:
     assert isinstance(parse_line(line(obj), PROJECT), Record)
 
 
-def test_a_session_line_must_hash_to_its_file_name() -> None:
-    key = session_scope_key("s1", "r1")
-    rec = make_record(
+# ---------------------------------------------------------------- whose line: Location
+
+
+def _session_record(session_id: str, root: str) -> Record:
+    key = session_scope_key(session_id, root)
+    return make_record(
         scope=Scope.SESSION, scope_key=key, record_type=RecordType.FACT, title="t",
-        content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.TOOL, sessionId="s1"),
-        origin=Origin.DERIVED, source_refs=[SourceRef(kind="session", id="s1")],
+        content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.TOOL, sessionId=session_id),
+        origin=Origin.DERIVED, source_refs=[SourceRef(kind="session", id=session_id)],
     )
-    assert parse_line(rec.to_line(), Location(Scope.SESSION, sha256_hex(key)))
-    with pytest.raises(RecordInvalid, match="does not hash to this file's name"):
-        parse_line(rec.to_line(), Location(Scope.SESSION, sha256_hex("other|key")))
 
 
-def test_a_project_line_keeps_its_recorded_workspace_path() -> None:
+def test_a_session_file_owns_the_lines_whose_scope_key_hashes_to_its_name() -> None:
+    record = _session_record("s1", ROOT)
+    key = session_scope_key("s1", ROOT)
+    assert session_file_stem(key) == sha256_hex(key)[:32]
+    found_on_disk = Location(Scope.SESSION, None, session_file_stem(key))
+    assert isinstance(parse_line(record.to_line(), found_on_disk), Record)
+    assert isinstance(parse_line(record.to_line(), Location(Scope.SESSION, key)), Record)
+    # Another session's line in this file: foreign, kept, not corrupt.
+    other = Location(Scope.SESSION, None, session_file_stem("s2|" + ROOT))
+    foreign = parse_line(record.to_line(), other)
+    assert foreign == ForeignLine(key, record.id, "t")
+
+
+def test_a_project_line_of_another_root_is_foreign_however_invalid() -> None:
     obj = good()
-    obj["scopeKey"] = "/a/path/that/moved"
-    assert isinstance(parse_line(line(obj), PROJECT), Record)
+    obj["scopeKey"] = OTHER_ROOT
+    assert parse_line(line(obj), PROJECT) == ForeignLine(OTHER_ROOT, obj["id"], obj["title"])
+    obj["contentHash"] = "sha256:bad"  # the host never validates another root's line
+    obj["schemaVersion"] = 2
+    assert isinstance(parse_line(line(obj), PROJECT), ForeignLine)
+    # Without a location nothing is foreign: the line is judged on its own.
+    assert isinstance(parse_line(line(obj)), FutureLine)
+    # The old key of an earlier version of ours (the workspace path) is foreign too.
+    obj = good()
+    obj["scopeKey"] = "/home/dev/projects/acme-api"
+    assert isinstance(parse_line(line(obj), PROJECT), ForeignLine)
+
+
+def test_a_line_of_another_scope_is_corrupt_not_foreign() -> None:
+    obj = good()
+    obj["scope"] = "shared-project"
+    err = invalid(obj)
+    assert err.host_message == "Memory record scope does not match this store"
+
+
+def test_the_user_file_keeps_other_profiles_as_foreign_lines() -> None:
+    obj = good()
+    obj |= {"scope": "user", "scopeKey": "bob"}
+    obj["governance"]["retention"] = "user-managed"
+    assert isinstance(parse_line(line(obj), Location(Scope.USER, "alice")), ForeignLine)
+    assert isinstance(parse_line(line(obj), Location(Scope.USER, "bob")), Record)
 
 
 def test_record_from_json_applies_the_same_rules_as_parse_line() -> None:
     assert record_from_json(good(), PROJECT).id == good()["id"]
-    for mutate in _mutations().values():
+    for mutate, message in MUTATIONS.values():
         obj = good()
         mutate(obj)
         with pytest.raises(RecordInvalid) as err:
             record_from_json(obj, PROJECT)
-        assert err.value.reason == reason_of(obj)
-    with pytest.raises(RecordInvalid, match="not a JSON object"):
-        record_from_json(["a list"])
+        assert err.value.host_message == message
+        assert err.value.reason == invalid(obj).reason
+    with pytest.raises(RecordInvalid, match="must be an object"):
+        record_from_json("a string")
+    future = good() | {"schemaVersion": 2}
+    with pytest.raises(RecordInvalid, match="unsupported"):
+        record_from_json(future)
+    with pytest.raises(RecordInvalid, match="not JSON"):
+        record_from_json({"a": float("nan")})
 
 
-# ---------------------------------------------------------------- legacy records
+# ---------------------------------------------------------------- newer schema
 
 
-@pytest.mark.parametrize(
-    ("kind", "origin"),
-    [("user", "user-authored"), ("agent", "model-suggested"), ("tool", "derived"),
-     ("import", "imported")],
-)
-@pytest.mark.parametrize(
-    ("scope", "retention"),
-    [("project", "project-delete"), ("shared-project", "project-delete"),
-     ("user", "user-managed")],
-)
-def test_a_record_without_governance_gets_the_defaults(
-    kind: str, origin: str, scope: str, retention: str
-) -> None:
-    obj = good()
-    del obj["governance"]
-    obj["scope"] = scope
-    obj["provenance"] = {"kind": kind, "sessionId": "sess-9", "eventSeq": 7}
-    record = parse_line(line(obj), Location(Scope(scope)))
-    assert isinstance(record, Record)
-    g = record.governance
-    assert g.origin.value == origin
-    assert g.verification is Verification.UNVERIFIED
-    assert g.revision == 1
-    assert g.retention.value == retention
-    assert [(r.kind, r.id) for r in g.sourceRefs] == [("session", "sess-9"), ("event", "7")]
-    # Our tools write the full record: the defaults are in what --json prints.
-    assert record.to_json()["governance"]["origin"] == origin
+@pytest.mark.parametrize("version", [2, 0, -1, 3.0])
+def test_any_other_safe_integer_schema_version_is_a_future_line(version: Any) -> None:
+    obj = good() | {"schemaVersion": version}
+    parsed = parse_line(line(obj), PROJECT)
+    assert parsed == FutureLine(int(version), obj["id"], obj["title"], ROOT)
 
 
-def test_a_legacy_record_then_follows_the_rules() -> None:
-    obj = good()
-    del obj["governance"]
-    obj["provenance"] = {"kind": "agent"}  # model-suggested, and no source to derive a ref
-    assert "sourceRefs" in reason_of(obj)
-    obj["provenance"] = {"kind": "user"}  # user-authored needs none
-    assert isinstance(parse_line(line(obj), PROJECT), Record)
-
-
-def test_the_fixture_legacy_line_reads_with_defaults() -> None:
-    record = parse_line(fixture_lines()[4], PROJECT)
-    assert isinstance(record, Record)
-    assert record.governance.origin is Origin.MODEL_SUGGESTED
-    assert record.governance.retention is Retention.PROJECT_DELETE
-    assert [(r.kind, r.id) for r in record.governance.sourceRefs] == [
-        ("session", "sess-host"), ("event", "1"),
-    ]
-
-
-# ---------------------------------------------------------------- newer schema, unknown fields
-
-
-def test_a_newer_schema_line_is_not_corrupt_but_a_future_line() -> None:
+def test_the_fixture_newer_schema_line_is_a_future_line() -> None:
     parsed = parse_line(fixture_lines()[5], PROJECT)
     assert isinstance(parsed, FutureLine)
     assert parsed.schema_version == 2
@@ -277,12 +378,142 @@ def test_a_newer_schema_line_is_not_corrupt_but_a_future_line() -> None:
     assert isinstance(parse_line(b'{"schemaVersion": 3, "whatever": true}'), FutureLine)
 
 
+@pytest.mark.parametrize("version", ["1", None, 1.5, True, 2**53])
+def test_a_schema_version_that_is_no_safe_integer_is_corrupt(version: Any) -> None:
+    obj = good() | {"schemaVersion": version}
+    assert invalid(obj).host_message == "Memory record schema is invalid"
+    del obj["schemaVersion"]
+    assert invalid(obj).host_message == "Memory record schema is invalid"
+
+
+# ---------------------------------------------------------------- legacy records
+
+
+@pytest.mark.parametrize(
+    ("kind", "origin", "verification", "ref_kind"),
+    [("user", "user-authored", "verified", None),
+     ("agent", "derived", "unverified", "session"),
+     ("tool", "derived", "unverified", "session"),
+     ("import", "imported", "unverified", "import")],
+)
+@pytest.mark.parametrize(
+    ("scope", "retention"),
+    [("project", "project-delete"), ("shared-project", "project-delete"),
+     ("user", "user-managed")],
+)
+def test_a_record_without_governance_gets_the_hosts_defaults(
+    both_paths: None, kind: str, origin: str, verification: str, ref_kind: str | None,
+    scope: str, retention: str,
+) -> None:
+    obj = good()
+    del obj["governance"]
+    obj["scope"] = scope
+    obj["provenance"] = {"kind": kind, "sessionId": "sess-9", "eventSeq": 7}
+    key = "alice" if scope == "user" else ROOT
+    obj["scopeKey"] = key
+    raw = line(obj)
+    record = parse_line(raw, Location(Scope(scope), key))
+    assert isinstance(record, Record)
+    assert record.is_legacy
+    g = record.governance
+    assert g.origin.value == origin
+    assert g.verification.value == verification
+    assert g.revision == 1
+    assert g.retention.value == retention
+    # One ref from the session id, none from the event (the host's memoryGovernance()).
+    expected_refs = [] if ref_kind is None else [(ref_kind, "sess-9")]
+    assert [(r.kind, r.id) for r in g.sourceRefs] == expected_refs
+    if kind == "user":
+        assert (g.verifiedAt, g.verifiedBy) == (obj["updatedAt"], "user")
+    else:
+        assert g.verifiedAt is None and g.verifiedBy is None
+    # The line stays as it was; --json and exports show the defaults.
+    assert record.to_line() == raw + b"\n"
+    assert record.to_json()["governance"]["origin"] == origin
+
+
+def test_a_legacy_record_without_a_session_id_refers_to_its_own_id() -> None:
+    obj = good()
+    del obj["governance"]
+    obj["provenance"] = {"kind": "agent"}
+    record = parse_line(line(obj), PROJECT)
+    assert isinstance(record, Record)
+    assert [(r.kind, r.id) for r in record.governance.sourceRefs] == [("session", obj["id"])]
+
+
+def test_a_legacy_records_next_revision_writes_its_governance() -> None:
+    record = parse_line(fixture_lines()[4], PROJECT)
+    assert isinstance(record, Record) and record.is_legacy
+    new = next_revision(record, record.updatedAt + 1, {"title": "renamed"})
+    assert not new.is_legacy
+    out = json.loads(new.to_line())
+    assert out["governance"] == {
+        "origin": "derived", "sourceRefs": [{"kind": "session", "id": "sess-host"}],
+        "verification": "unverified", "revision": 2, "retention": "project-delete",
+    }
+
+
+def test_the_fixture_legacy_line_reads_with_defaults() -> None:
+    record = parse_line(fixture_lines()[4], PROJECT)
+    assert isinstance(record, Record)
+    assert record.governance.origin is Origin.DERIVED
+    assert record.governance.retention is Retention.PROJECT_DELETE
+    assert [(r.kind, r.id) for r in record.governance.sourceRefs] == [("session", "sess-host")]
+
+
+# ---------------------------------------------------------------- expiry
+
+
+def _verified(expires_at: int, pinned: bool = True) -> Record:
+    obj = good()
+    obj["governance"] |= {"verification": "verified", "verifiedAt": obj["updatedAt"],
+                          "verifiedBy": "user", "expiresAt": expires_at}
+    if pinned:
+        obj["governance"] |= {"pinnedAt": obj["updatedAt"], "pinnedBy": "user"}
+    record = parse_line(line(obj), PROJECT)
+    assert isinstance(record, Record)
+    return record
+
+
+def test_a_verified_record_past_expires_at_is_shown_stale_unpinned_one_revision_up() -> None:
+    record = _verified(expires_at=2000)
+    assert is_expired(record, 2000) and not is_expired(record, 1999)
+    view = expired_view(record)
+    assert view.governance.verification is Verification.STALE
+    assert view.governance.revision == record.governance.revision + 1
+    assert view.governance.pinnedAt is None and view.governance.pinnedBy is None
+    assert view.governance.expiresAt == 2000
+    assert view.id == record.id and view.content == record.content
+    # A view: the record itself is unchanged.
+    assert record.governance.verification is Verification.VERIFIED
+    assert record.governance.pinned
+    assert effective(record, 1999) is record
+    assert effective(record, 2000).governance.verification is Verification.STALE
+
+
+def test_only_a_verified_record_expires() -> None:
+    obj = good()
+    obj["governance"]["expiresAt"] = 1
+    record = parse_line(line(obj), PROJECT)
+    assert isinstance(record, Record)
+    assert not is_expired(record, 10**13)
+    assert effective(record, 10**13) is record
+
+
+# ---------------------------------------------------------------- unknown fields, round trips
+
+
 def test_valid_fixture_lines_serialize_back_byte_for_byte() -> None:
-    for index in (0, 1, 2, 3):
+    for index in (0, 2, 3, 4):  # in the host's field order
         raw = fixture_lines()[index]
         record = parse_line(raw, PROJECT)
         assert isinstance(record, Record)
         assert record.to_line() == raw + b"\n"
+    # Fields in another order come back in the host's order, with the same values.
+    raw = fixture_lines()[1]
+    record = parse_line(raw, PROJECT)
+    assert isinstance(record, Record)
+    assert json.loads(record.to_line()) == json.loads(raw)
 
 
 def test_unknown_fields_survive_a_new_revision() -> None:
@@ -302,60 +533,6 @@ def test_unknown_fields_survive_a_new_revision() -> None:
     assert out["title"] == "renamed"
 
 
-# ---------------------------------------------------------------- revisions and ids
-
-
-def test_next_revision_keeps_the_id_and_creation_and_never_goes_back_in_time() -> None:
-    record = parse_line(line(good()), PROJECT)
-    assert isinstance(record, Record)
-    new = next_revision(record, record.updatedAt - 1000, {"content": "changed"})
-    assert new.id == record.id
-    assert new.createdAt == record.createdAt
-    assert new.updatedAt == record.updatedAt
-    assert new.governance.revision == record.governance.revision + 1
-    assert new.contentHash == content_hash("changed")
-
-
-ID_RE = re.compile(r"^memory:(user|agent|auto|import):(decision|preference|convention|fact):"
-                   r"[0-9a-f]{32}$")
-
-
-@pytest.mark.parametrize(
-    ("origin", "source"),
-    [(Origin.USER_AUTHORED, "user"), (Origin.MODEL_SUGGESTED, "agent"),
-     (Origin.DERIVED, "auto"), (Origin.IMPORTED, "import")],
-)
-def test_make_record_ids_follow_the_pattern_and_name_their_source(
-    origin: Origin, source: str
-) -> None:
-    refs = [] if origin is Origin.USER_AUTHORED else [SourceRef(kind="session", id="s")]
-    ids = {
-        make_record(
-            scope=Scope.PROJECT, scope_key="/w", record_type=RecordType.CONVENTION, title="t",
-            content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.USER),
-            origin=origin, source_refs=refs,
-        ).id
-        for _ in range(50)
-    }
-    assert len(ids) == 50
-    for record_id in ids:
-        assert ID_RE.match(record_id)
-        assert record_id.split(":")[1] == source
-
-
-def test_new_id_refuses_an_unknown_type() -> None:
-    assert ID_RE.match(new_id("agent", "fact"))
-    with pytest.raises(ValueError):
-        new_id("agent", "note")
-
-
-def test_content_hash_is_sha256_of_the_utf8_content() -> None:
-    assert content_hash("") == (
-        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-    )
-    assert content_hash("é") == "sha256:" + sha256_hex("é")
-
-
 def test_loaded_records_stay_independent_when_changed() -> None:
     raw = fixture_lines()[2]
     a = parse_line(raw, PROJECT)
@@ -371,3 +548,114 @@ def test_loaded_records_stay_independent_when_changed() -> None:
     assert c.title == "copied" and b.title != "copied"
     assert "reviewedBy" not in b.to_json()["governance"]
     assert parse_line(raw, PROJECT).to_line() == raw + b"\n"
+
+
+# ---------------------------------------------------------------- revisions, make_record, ids
+
+
+def test_next_revision_keeps_the_id_and_creation_and_never_goes_back_in_time() -> None:
+    record = parse_line(line(good()), PROJECT)
+    assert isinstance(record, Record)
+    new = next_revision(record, record.updatedAt - 1000, {"content": "changed"})
+    assert new.id == record.id
+    assert new.createdAt == record.createdAt
+    assert new.updatedAt == record.updatedAt
+    assert new.governance.revision == record.governance.revision + 1
+    assert new.contentHash == content_hash("changed")
+    later = next_revision(record, record.updatedAt + 7, governance={"confidence": "high"})
+    assert later.updatedAt == record.updatedAt + 7
+    assert later.governance.confidence == "high"
+
+
+def test_next_revision_drops_governance_fields_and_refuses_an_invalid_result() -> None:
+    record = _verified(expires_at=10**13)
+    new = next_revision(record, record.updatedAt, None, None, ("pinnedAt", "pinnedBy"))
+    assert new.governance.pinnedAt is None
+    assert "pinnedAt" not in json.loads(new.to_line())["governance"]
+    with pytest.raises(StoreError) as err:
+        next_revision(record, record.updatedAt, {"title": "x" * 257})
+    assert err.value.code == "INVALID_RECORD"
+    assert "Memory title is invalid" in err.value.message
+    with pytest.raises(StoreError) as err:  # verified without verifiedAt
+        next_revision(record, record.updatedAt, drop=("verifiedAt",))
+    assert err.value.code == "INVALID_RECORD"
+
+
+_UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+UUID_ID = re.compile(rf"^memory:{_UUID4}$")
+IMPORT_ID = re.compile(rf"^memory:import:{_UUID4}$")
+
+
+def test_new_ids_are_the_hosts_uuid_ids() -> None:
+    ids = {new_id() for _ in range(50)}
+    assert len(ids) == 50 and all(UUID_ID.match(i) for i in ids)
+    imports = {import_id() for _ in range(50)}
+    assert len(imports) == 50 and all(IMPORT_ID.match(i) for i in imports)
+
+
+@pytest.mark.parametrize(
+    ("scope", "key", "retention"),
+    [(Scope.PROJECT, ROOT, "project-delete"), (Scope.SHARED, ROOT, "project-delete"),
+     (Scope.USER, "alice", "user-managed"),
+     (Scope.SESSION, session_scope_key("s", ROOT), "session-end")],
+)
+def test_make_record_builds_a_host_valid_first_revision(
+    scope: Scope, key: str, retention: str
+) -> None:
+    record = make_record(
+        scope=scope, scope_key=key, record_type=RecordType.CONVENTION, title="t",
+        content="c", tags=["a"], provenance=Provenance(kind=ProvenanceKind.AGENT, note="n"),
+        origin=Origin.MODEL_SUGGESTED, source_refs=[SourceRef(kind="session", id="s")],
+        now=1764000000000,
+    )
+    assert UUID_ID.match(record.id)
+    assert (record.createdAt, record.updatedAt, record.useCount) == (1764000000000,) * 2 + (0,)
+    assert record.status is Status.ACTIVE
+    assert record.contentHash == content_hash("c")
+    g = record.governance
+    assert (g.revision, g.verification, g.retention.value) == (1, Verification.UNVERIFIED,
+                                                               retention)
+    assert parse_line(record.to_line(), Location(scope, key)) == record
+    out = json.loads(record.to_line())
+    assert "lastUsedAt" not in out and "verifiedAt" not in out["governance"]
+
+
+def test_make_record_verified_gets_verified_by_user_and_a_conflict_group() -> None:
+    record = make_record(
+        scope=Scope.PROJECT, scope_key=ROOT, record_type=RecordType.FACT, title="t",
+        content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.USER),
+        origin=Origin.USER_AUTHORED, source_refs=[], verification=Verification.VERIFIED,
+        verified_at=5, conflict_group="conflict:" + "0" * 24, record_id="memory:given",
+    )
+    assert record.id == "memory:given"
+    g = json.loads(record.to_line())["governance"]
+    assert (g["verifiedAt"], g["verifiedBy"]) == (5, "user")
+    assert g["conflictGroup"] == "conflict:" + "0" * 24
+
+
+def test_make_record_refuses_what_the_host_would_refuse() -> None:
+    def build(**kw: Any) -> Record:
+        args: dict[str, Any] = dict(
+            scope=Scope.PROJECT, scope_key=ROOT, record_type=RecordType.FACT, title="t",
+            content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.AGENT),
+            origin=Origin.MODEL_SUGGESTED, source_refs=[SourceRef(kind="session", id="s")],
+        )
+        return make_record(**(args | kw))
+
+    for bad in ({"source_refs": []}, {"title": "x" * 257}, {"tags": ["t"] * 33},
+                {"content": "a\x00"}, {"source_refs": [SourceRef(kind="file", id="a\nb")]}):
+        with pytest.raises(StoreError) as err:
+            build(**bad)
+        assert err.value.code == "INVALID_RECORD", bad
+    with pytest.raises(StoreError) as err:
+        build(source_refs=[{"kind": "record", "id": "m"}])
+    assert err.value.code == "INVALID_RECORD"
+
+
+def test_content_hash_is_sha256_of_the_utf8_content() -> None:
+    assert content_hash("") == (
+        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    )
+    assert content_hash("é") == "sha256:" + sha256_hex("é")
+    # A lone surrogate is hashed as U+FFFD, as node encodes it.
+    assert content_hash("a\ud800") == content_hash("a\ufffd")

@@ -6,14 +6,15 @@ idempotent merges, shared-write confirmation, profile isolation, forget, compact
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import FIXTURE_SESSION
 
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.jsonl import MAX_STORE_BYTES
@@ -28,8 +29,11 @@ from dsh_memory_tui.model import (
     SourceRef,
     Status,
     Verification,
+    content_hash,
     make_record,
     next_revision,
+    parse_line,
+    sha256_hex,
 )
 from dsh_memory_tui.paths import StorePaths, resolve_home, resolve_user, resolve_workspace
 from dsh_memory_tui.store import MemoryStore
@@ -43,19 +47,35 @@ FUTURE = "memory:agent:fact:0f0e0d0c0b0a09080706050403020100"  # schemaVersion 2
 SHARED = "memory:user:convention:00633256e25fe71d4fe2c4e12b5eadad"
 ALICE_PREF = "memory:user:preference:e66c0e9819428e8a34c6049fa9998118"
 BOB_PREF = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
-SESSION_DIGEST = "memory:auto:fact:e7e26cdefa2414a7:1899925c2fa2f12bdde45c62"
+UUID_ID = re.compile(r"memory:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+def session_digest(store: MemoryStore) -> str:
+    """The fixture session's auto-writer digest id (its scope part depends on the rootId)."""
+    key = f"{FIXTURE_SESSION[0]}|{store.paths.root_id}"
+    return f"memory:auto:fact:{sha256_hex(key)[:16]}:1899925c2fa2f12bdde45c62"
 
 
 def project_path(store: MemoryStore) -> Path:
     return store.file_for(Scope.PROJECT).path
 
 
-def fixture_lines(name: str) -> list[bytes]:
+def fixture_lines(name: str, store: MemoryStore | None = None) -> list[bytes]:
+    """The fixture file's lines, with the rootId of ``store``'s workspace filled in."""
     path = {
         "records": FIXTURE / "workspace/.dsh/workspace-memory/records.jsonl",
         "user": FIXTURE / "home/workspace-memory/user.jsonl",
     }[name]
-    return path.read_bytes().splitlines(keepends=True)
+    data = path.read_bytes()
+    if store is not None:
+        data = data.replace(b"__ROOT_ID__", store.paths.root_id.encode())
+    return data.splitlines(keepends=True)
+
+
+def corrupt_entries(store: MemoryStore, scope: Scope = Scope.PROJECT) -> list[dict[str, Any]]:
+    """The ``.corrupt`` file's entries (the host's format: line, capturedAt, raw)."""
+    path = store.view(store.file_for(scope)).safe.corrupt_path
+    return [json.loads(x) for x in path.read_bytes().splitlines()]
 
 
 def bob_line() -> bytes:
@@ -99,14 +119,23 @@ def test_the_user_is_the_flag_else_dsh_user_id_else_the_login_name(
 
 
 def test_each_scope_has_its_file(tmp_path: Path) -> None:
+    (tmp_path / "real-ws").mkdir()
+    (tmp_path / "ws").symlink_to(tmp_path / "real-ws")
     paths = StorePaths(tmp_path / "home", tmp_path / "ws", "alice")
-    digest = hashlib.sha256(b"sess-1|root-1").hexdigest()
+    # rootId: "root:" + sha256 of the workspace's real path.
+    root = "root:" + sha256_hex(os.path.realpath(tmp_path / "real-ws"))
+    assert paths.root_id == root
+    sessions = tmp_path / "home/workspace-memory/sessions"
+    # A session file: the first 32 hex of sha256(scopeKey).
     session = paths.session_file("sess-1", "root-1")
-    assert session.path == tmp_path / f"home/workspace-memory/sessions/{digest}.jsonl"
+    assert session.path == sessions / f"{sha256_hex('sess-1|root-1')[:32]}.jsonl"
     assert session.scope_key == "sess-1|root-1"
+    default = paths.session_file("sess-1")  # the root defaults to this workspace's
+    assert default.scope_key == f"sess-1|{root}"
+    assert default.path == sessions / f"{sha256_hex('sess-1|' + root)[:32]}.jsonl"
     assert paths.project_file().path == tmp_path / "ws/.dsh/workspace-memory/records.jsonl"
     assert paths.shared_file().path == tmp_path / "ws/.dsh/workspace-memory/shared.jsonl"
-    assert paths.project_file().scope_key == str(tmp_path / "ws")
+    assert paths.project_file().scope_key == paths.shared_file().scope_key == root
     assert paths.user_file().path == tmp_path / "home/workspace-memory/user.jsonl"
     assert paths.user_file().scope_key == "alice"
 
@@ -123,7 +152,7 @@ def test_a_record_s_retention_defaults_by_scope(alice_store: MemoryStore) -> Non
 # ---------------------------------------------------------------- reading the fixture
 
 
-def test_the_current_view_is_the_highest_revision_of_each_id(alice_store: MemoryStore) -> None:
+def test_the_current_view_is_the_last_valid_line_of_each_id(alice_store: MemoryStore) -> None:
     project = {r.id: r for r in alice_store.records("project")}
     assert list(project) == [DECISION, CONVENTION, PREFERENCE, LEGACY]
     assert project[DECISION].governance.revision == 2
@@ -134,7 +163,7 @@ def test_the_current_view_is_the_highest_revision_of_each_id(alice_store: Memory
     assert [c.line_no for c in view.corrupt] == [7, 8]
 
 
-def test_a_revision_tie_goes_to_the_later_line(alice_store: MemoryStore) -> None:
+def test_the_last_line_wins_even_with_a_lower_revision(alice_store: MemoryStore) -> None:
     path = project_path(alice_store)
     current = alice_store.get(CONVENTION)
     twin = next_revision(current, current.updatedAt, {"title": "first of two"})
@@ -142,20 +171,39 @@ def test_a_revision_tie_goes_to_the_later_line(alice_store: MemoryStore) -> None
     with path.open("ab") as f:
         f.write(twin.to_line() + later.to_line())
     assert alice_store.get(CONVENTION).title == "second of two"
+    # The host's load keeps the last valid line of an id, whatever its revision.
+    with path.open("ab") as f:
+        f.write(current.to_line())
+    assert alice_store.get(CONVENTION) == current
+    assert [r.title for r in alice_store.history(CONVENTION)][-3:] == [
+        "first of two", "second of two", current.title,
+    ]
+    # An invalid later line does not count.
+    broken = json.loads(later.to_line()) | {"contentHash": "sha256:" + "0" * 64}
+    with path.open("ab") as f:
+        f.write(json.dumps(broken).encode() + b"\n")
+    assert alice_store.get(CONVENTION) == current
 
 
 def test_a_legacy_record_reads_with_defaults_and_its_first_write_is_complete(
     alice_store: MemoryStore,
 ) -> None:
     legacy = alice_store.get(LEGACY)
-    assert legacy.governance.origin is Origin.MODEL_SUGGESTED
-    assert legacy.in_review_queue()
+    assert legacy.is_legacy
+    # The host's memoryGovernance(): an agent record without governance is derived.
+    assert legacy.governance.origin is Origin.DERIVED
+    assert legacy.governance.verification is Verification.UNVERIFIED
+    assert not legacy.in_review_queue() and legacy.in_review_queue(include_derived=True)
+    legacy_line = fixture_lines("records", alice_store)[4]
+    assert legacy_line in project_path(alice_store).read_bytes()  # reading changes nothing
     verified = alice_store.verify(LEGACY)
     line = json.loads(project_path(alice_store).read_bytes().splitlines()[-1])
     assert line["governance"]["revision"] == 2 == verified.governance.revision
-    assert line["governance"]["origin"] == "model-suggested"
-    assert line["governance"]["sourceRefs"] == [{"kind": "session", "id": "sess-host"},
-                                                {"kind": "event", "id": "1"}]
+    assert line["governance"]["origin"] == "derived"
+    assert line["governance"]["verification"] == "verified"
+    assert line["governance"]["verifiedBy"] == "user"
+    assert line["governance"]["sourceRefs"] == [{"kind": "session", "id": "sess-host"}]
+    assert not alice_store.get(LEGACY).is_legacy
 
 
 def test_alice_never_sees_bobs_profile(alice_store: MemoryStore) -> None:
@@ -198,27 +246,34 @@ def test_create_writes_a_user_authored_unverified_record(alice_store: MemoryStor
     result = alice_store.create("project", "decision", "  Title  ", "Body\n", ["a", "a", " b "])
     assert result.written
     record = alice_store.get(result.id)
-    assert result.id.startswith("memory:user:decision:")
+    assert UUID_ID.fullmatch(result.id)  # the host's ids: memory:<uuid4>
     assert (record.title, record.content, record.tags) == ("Title", "Body", ["a", "b"])
     assert record.governance.origin is Origin.USER_AUTHORED
     assert record.governance.verification is Verification.UNVERIFIED
+    assert record.governance.sourceRefs == []
     assert record.provenance.kind is ProvenanceKind.USER
-    assert record.scopeKey == str(alice_store.paths.workspace)
+    assert record.scopeKey == alice_store.paths.root_id
 
 
 def test_propose_writes_a_model_suggested_record_with_sources(alice_store: MemoryStore) -> None:
     result = alice_store.propose("user", "preference", "Tabs", "Prefers tabs.",
                                  source_refs=[SourceRef(kind="session", id="s9")])
     record = alice_store.get(result.id)
-    assert result.id.startswith("memory:agent:preference:")
+    assert UUID_ID.fullmatch(result.id)
     assert record.governance.origin is Origin.MODEL_SUGGESTED
     assert record.in_review_queue()
     assert record.scopeKey == "alice"
+    # The host's proposeMemory: provenance agent with its note.
+    assert record.provenance.model_dump(exclude_none=True) == {
+        "kind": "agent", "note": "memory proposal",
+    }
     with pytest.raises(StoreError) as err:
         alice_store.propose("project", "fact", "t", "no sources")
     assert err.value.code == "INVALID_RECORD"
-    session = alice_store.propose("session", "fact", "t", "c", session=("s1", "r1"))
+    session = alice_store.propose("session", "fact", "t", "c", session=("s1", None))
     assert [(r.kind, r.id) for r in session.record.governance.sourceRefs] == [("session", "s1")]
+    assert session.record.provenance.sessionId == "s1"
+    assert session.record.scopeKey == f"s1|{alice_store.paths.root_id}"
 
 
 @pytest.mark.parametrize(
@@ -243,25 +298,62 @@ def test_the_same_type_and_content_merges_into_the_existing_record(
     alice_store: MemoryStore,
 ) -> None:
     first = alice_store.create("project", "fact", "one", "same content")
-    size = project_path(alice_store).stat().st_size
+    before = project_path(alice_store).read_bytes()
+    # A create brings no source refs: nothing to merge, nothing written.
+    same = alice_store.create("project", "fact", "other title", "same content")
+    assert (same.id, same.written) == (first.id, False)
+    assert project_path(alice_store).read_bytes() == before
+    # A proposal with a new ref: a revision of the existing record with the refs unioned
+    # (its title is discarded).
     again = alice_store.propose("project", "fact", "other title", "same content",
                                 source_refs=[SourceRef(kind="session", id="s")])
-    assert (again.id, again.written) == (first.id, False)
-    assert project_path(alice_store).stat().st_size == size
+    assert (again.id, again.written) == (first.id, True)
+    merged = alice_store.get(first.id)
+    assert merged.governance.revision == 2
+    assert merged.title == "one"
+    assert merged.governance.origin is Origin.USER_AUTHORED
+    assert [(r.kind, r.id) for r in merged.governance.sourceRefs] == [("session", "s")]
+    # The same ref again: nothing new, nothing written.
+    before = project_path(alice_store).read_bytes()
+    repeat = alice_store.propose("project", "fact", "t", "same content",
+                                 source_refs=[SourceRef(kind="session", id="s")])
+    assert (repeat.id, repeat.written) == (first.id, False)
+    assert project_path(alice_store).read_bytes() == before
     other_type = alice_store.create("project", "decision", "one", "same content")
     assert other_type.written and other_type.id != first.id
     elsewhere = alice_store.create("user", "fact", "one", "same content")
     assert elsewhere.written
 
 
+def test_a_new_record_with_a_rivals_title_gets_their_conflict_group(
+    alice_store: MemoryStore,
+) -> None:
+    first = alice_store.create("project", "fact", "Port of the API", "8080")
+    rival = alice_store.create("project", "fact", "  port OF the api ", "9090")
+    group = "conflict:" + sha256_hex("port of the api")[:24]
+    assert rival.record.governance.conflictGroup == group
+    # Stored on the newer record only (the host's way); the first line is unchanged.
+    assert alice_store.get(first.id).governance.conflictGroup is None
+    other_type = alice_store.create("project", "decision", "Port of the API", "9090")
+    assert other_type.record.governance.conflictGroup is None
+
+
 @pytest.mark.parametrize("action", ["archive", "reject"])
 def test_an_archived_or_rejected_record_absorbs_a_re_proposal(alice_store: MemoryStore,
                                                               action: str) -> None:
-    getattr(alice_store, action)(CONVENTION)
+    done = getattr(alice_store, action)(CONVENTION)
     content = alice_store.get(CONVENTION).content
+    known = alice_store.propose("project", "convention", "again", content,
+                                source_refs=[SourceRef(kind="session", id="sess-host")])
+    assert (known.id, known.written) == (CONVENTION, False)
     again = alice_store.propose("project", "convention", "again", content,
                                 source_refs=[SourceRef(kind="session", id="s")])
-    assert (again.id, again.written) == (CONVENTION, False)
+    assert (again.id, again.written) == (CONVENTION, True)  # the new ref is merged in...
+    merged = alice_store.get(CONVENTION)
+    # ...and the record stays archived or rejected: a re-proposal does not resurrect it.
+    assert (merged.status, merged.governance.verification) == (
+        done.status, done.governance.verification)
+    assert merged.governance.revision == done.governance.revision + 1
     assert not any(r.id == CONVENTION for r in alice_store.review_queue())
 
 
@@ -309,11 +401,32 @@ def test_an_edit_that_changes_nothing_writes_nothing(alice_store: MemoryStore) -
 
 
 def test_a_session_record_s_text_cannot_be_edited(alice_store: MemoryStore) -> None:
+    digest = session_digest(alice_store)
+    assert alice_store.records(session=FIXTURE_SESSION)[0].id == digest
     with pytest.raises(StoreError) as err:
-        alice_store.edit(SESSION_DIGEST, 1, title="mine now")
+        alice_store.edit(digest, 1, title="mine now")
     assert err.value.code == "READ_ONLY_SCOPE"
-    assert alice_store.verify(SESSION_DIGEST).governance.verification is Verification.VERIFIED
-    assert alice_store.archive(SESSION_DIGEST).status is Status.ARCHIVED
+    assert alice_store.verify(digest).governance.verification is Verification.VERIFIED
+    assert alice_store.archive(digest).status is Status.ARCHIVED
+
+
+def test_an_edit_of_a_verified_record_makes_it_stale_and_unpins_it(
+    alice_store: MemoryStore,
+) -> None:
+    alice_store.verify(CONVENTION)
+    pinned = alice_store.apply("pin", CONVENTION)
+    assert pinned.governance.pinned
+    edited = alice_store.edit(CONVENTION, pinned.governance.revision, content="ruff, then mypy")
+    g = edited.governance
+    assert g.verification is Verification.STALE
+    assert (g.verifiedAt, g.verifiedBy, g.pinnedAt, g.pinnedBy) == (None, None, None, None)
+    assert g.revision == pinned.governance.revision + 1
+    with pytest.raises(StoreError) as err:
+        alice_store.verify(CONVENTION)  # stale: only reverify
+    assert err.value.code == "INVALID_TRANSITION"
+    again = alice_store.apply("reverify", CONVENTION)
+    assert again.governance.verification is Verification.VERIFIED
+    assert again.governance.verifiedBy == "user"
 
 
 # ---------------------------------------------------------------- review actions
@@ -327,31 +440,48 @@ def test_verify_records_who_when_and_why(alice_store: MemoryStore) -> None:
     assert (g.reviewedBy, g.reviewNote, g.revision) == ("alice", "checked the CI config", 2)
 
 
-def test_review_actions_on_a_record_already_in_that_state_write_nothing(
+def test_review_actions_the_hosts_rules_refuse_write_nothing(
     alice_store: MemoryStore,
 ) -> None:
-    alice_store.create("project", "fact", "t", "c")
-    for action, record_id in (("verify", DECISION), ("restore", CONVENTION)):
-        before = project_path(alice_store).read_bytes()
-        getattr(alice_store, action)(record_id)
-        assert project_path(alice_store).read_bytes() == before
+    alice_store.create("project", "fact", "t", "c")  # quarantines the fixture's bad lines
     alice_store.archive(CONVENTION)
     alice_store.reject(PREFERENCE)
-    for action, record_id in (("archive", CONVENTION), ("reject", PREFERENCE)):
+    refused = (
+        ("verify", DECISION),  # already verified: verify only from unverified
+        ("reject", DECISION),
+        ("verify", PREFERENCE),  # rejected
+        ("reject", PREFERENCE),
+        ("reverify", DECISION),  # only from stale
+        ("restore", DECISION),  # only from archived
+        ("archive", CONVENTION),  # only from active
+        ("pin", LEGACY),  # only verified, active, unexpired
+        ("pin", CONVENTION),
+        ("stale", LEGACY),  # only from verified
+    )
+    for action, record_id in refused:
         before = project_path(alice_store).read_bytes()
-        getattr(alice_store, action)(record_id)
+        with pytest.raises(StoreError) as err:
+            alice_store.apply(action, record_id)
+        assert err.value.code == "INVALID_TRANSITION", (action, record_id)
+        assert record_id in err.value.message
         assert project_path(alice_store).read_bytes() == before
 
 
-def test_reject_then_restore_returns_it_to_the_queue(alice_store: MemoryStore) -> None:
+def test_restore_brings_back_an_archived_record_but_does_not_unreject(
+    alice_store: MemoryStore,
+) -> None:
     rejected = alice_store.reject(CONVENTION, "not our policy")
     assert rejected.governance.verification is Verification.REJECTED
     assert rejected.governance.reviewNote == "not our policy"
     assert CONVENTION not in {r.id for r in alice_store.review_queue()}
+    with pytest.raises(StoreError) as err:
+        alice_store.restore(CONVENTION)  # active: nothing to restore
+    assert err.value.code == "INVALID_TRANSITION"
+    alice_store.archive(CONVENTION)
     restored = alice_store.restore(CONVENTION)
     assert restored.status is Status.ACTIVE
-    assert restored.governance.verification is Verification.UNVERIFIED
-    assert CONVENTION in {r.id for r in alice_store.review_queue()}
+    assert restored.governance.verification is Verification.REJECTED
+    assert CONVENTION not in {r.id for r in alice_store.review_queue()}
 
 
 def test_archive_and_restore(alice_store: MemoryStore) -> None:
@@ -371,6 +501,17 @@ def test_apply_many_is_one_batch_per_file(alice_store: MemoryStore) -> None:
                for i in (CONVENTION, PREFERENCE, ALICE_PREF))
 
 
+def test_apply_many_skips_what_the_rules_refuse_and_writes_the_rest(
+    alice_store: MemoryStore,
+) -> None:
+    written, skipped = alice_store.apply_many_report("verify", [DECISION, CONVENTION, LEGACY])
+    assert [r.id for r in written] == [CONVENTION, LEGACY]
+    assert [rid for rid, _ in skipped] == [DECISION]
+    assert "verified" in skipped[0][1]
+    assert alice_store.get(DECISION).governance.revision == 2
+    assert alice_store.get(LEGACY).governance.verification is Verification.VERIFIED
+
+
 def test_an_action_with_a_stale_base_revision_is_refused(alice_store: MemoryStore) -> None:
     with pytest.raises(StoreError) as err:
         alice_store.verify(CONVENTION, base_revision=7)
@@ -387,19 +528,22 @@ def test_an_unknown_id_is_not_found(alice_store: MemoryStore) -> None:
 
 
 def test_copy_makes_a_new_record_that_names_the_original(alice_store: MemoryStore) -> None:
-    result = alice_store.copy(SESSION_DIGEST, "project")
+    digest = session_digest(alice_store)
+    result = alice_store.copy(digest, "project")
     copy_ = alice_store.get(result.id)
-    source = alice_store.get(SESSION_DIGEST)
+    source = alice_store.get(digest)
     assert copy_.scope is Scope.PROJECT and copy_.id != source.id
-    assert copy_.id.startswith("memory:auto:fact:")
+    assert UUID_ID.fullmatch(copy_.id)
+    assert copy_.scopeKey == alice_store.paths.root_id
     assert (copy_.content, copy_.type, copy_.tags) == (source.content, source.type, source.tags)
     assert copy_.governance.origin is source.governance.origin
     assert copy_.governance.verification is source.governance.verification
     assert copy_.governance.retention is Retention.PROJECT_DELETE
-    refs = [(r.kind, r.id) for r in copy_.governance.sourceRefs]
-    assert refs[-1] == ("record", SESSION_DIGEST)
-    assert refs[:-1] == [(r.kind, r.id) for r in source.governance.sourceRefs]
-    again = alice_store.copy(SESSION_DIGEST, "project")
+    refs = [(r.kind, r.id, r.contentHash) for r in copy_.governance.sourceRefs]
+    # The host allows no "record" kind: the original is named by an import ref.
+    assert refs[-1] == ("import", digest, source.contentHash)
+    assert refs[:-1] == [(r.kind, r.id, r.contentHash) for r in source.governance.sourceRefs]
+    again = alice_store.copy(digest, "project")
     assert (again.id, again.written) == (result.id, False)
 
 
@@ -468,8 +612,8 @@ def test_bobs_line_is_byte_identical_after_every_operation(alice_store: MemorySt
         .read_bytes()
     alice_store.edit(created.id, 1, content="alice edited")
     check()
-    for action in ("verify", "reject", "restore", "archive"):
-        getattr(alice_store, action)(ALICE_PREF)
+    for action in ("verify", "pin", "unpin", "stale", "reverify", "archive", "restore"):
+        alice_store.apply(action, ALICE_PREF)
         check()
     alice_store.apply_many("verify", [created.id])
     check()
@@ -511,8 +655,15 @@ def test_forget_leaves_a_tombstone_and_the_text_nowhere(alice_store: MemoryStore
 
     tombstone = alice_store.forget(result.id)
     assert tombstone.status is Status.FORGOTTEN
-    assert (tombstone.title, tombstone.content, tombstone.tags) == ("", "", [])
+    # A host-valid tombstone: placeholder title and content holding nothing of the record.
+    assert tombstone.title == f"Forgotten memory {sha256_hex(result.id)[:12]}"
+    assert tombstone.content.startswith("This memory was forgotten")
+    assert tombstone.tags == []
     assert tombstone.governance.revision == 5
+    assert tombstone.governance.reviewNote is None and not tombstone.governance.pinned
+    line = project_path(alice_store).read_bytes().splitlines()[-1]
+    assert parse_line(line, alice_store.view(alice_store.file_for("project")).location) == (
+        tombstone)
     assert [r.governance.revision for r in alice_store.history(result.id)] == [5]
     for path in directory.iterdir():
         assert b"hunter2" not in path.read_bytes(), path
@@ -547,11 +698,12 @@ def test_forget_keeps_corrupt_pieces_of_the_record_out_of_the_backup(
 
     assert b"ABRACADABRA" not in project_path(alice_store).read_bytes()
     assert b"ABRACADABRA" not in view.safe.bak_path.read_bytes()
-    assert torn + b"\n" in view.safe.corrupt_path.read_bytes()  # quarantined verbatim
+    # Quarantined as it was (the host's entry format).
+    assert torn.decode() + "\n" in [e["raw"] for e in corrupt_entries(alice_store)]
 
 
 def test_forget_keeps_every_other_line_as_it_was(alice_store: MemoryStore) -> None:
-    original = fixture_lines("records")
+    original = fixture_lines("records", alice_store)
     alice_store.forget(CONVENTION)
     lines = project_path(alice_store).read_bytes().splitlines(keepends=True)
     kept = [original[i] for i in (0, 1, 3, 4, 5)]  # every line but the forgotten and corrupt
@@ -565,13 +717,16 @@ def test_forget_keeps_every_other_line_as_it_was(alice_store: MemoryStore) -> No
 def test_a_write_quarantines_the_fixture_s_corrupt_lines_and_keeps_the_rest(
     alice_store: MemoryStore,
 ) -> None:
-    original = fixture_lines("records")
+    original = fixture_lines("records", alice_store)
     created = alice_store.create("project", "fact", "t", "c")
     lines = project_path(alice_store).read_bytes().splitlines(keepends=True)
     assert lines[:6] == original[:6]  # hostHints, the legacy record, schemaVersion 2: verbatim
     assert json.loads(lines[6])["id"] == created.id
-    corrupt = alice_store.view(alice_store.file_for("project")).safe.corrupt_path.read_bytes()
-    assert corrupt == original[6] + original[7] + b"\n"[: not original[7].endswith(b"\n")]
+    entries = corrupt_entries(alice_store)
+    assert [(e["line"], e["raw"].encode()) for e in entries] == [
+        (7, original[6]), (8, original[7].rstrip(b"\n") + b"\n"),
+    ]
+    assert all(type(e["capturedAt"]) is int for e in entries)
     assert alice_store.view(alice_store.file_for("project")).corrupt == []
 
 
@@ -587,7 +742,7 @@ def test_a_record_with_unknown_fields_keeps_them_through_a_new_revision(
 def test_compaction_keeps_current_lines_and_newer_schema_lines_verbatim(
     alice_store: MemoryStore,
 ) -> None:
-    original = fixture_lines("records")
+    original = fixture_lines("records", alice_store)
     result = alice_store.compact(alice_store.file_for("project"))
     path = project_path(alice_store)
     assert path.read_bytes() == b"".join(original[i] for i in (1, 2, 3, 4, 5))
@@ -601,9 +756,10 @@ def test_a_hand_written_file_in_the_host_format_round_trips(fixture_home: tuple[
                                                             tmp_path: Path) -> None:
     home, workspace = fixture_home
     path = workspace / ".dsh/workspace-memory/records.jsonl"
+    root = StorePaths(home, workspace, "alice").root_id.encode()
     hand = (
         b'{"schemaVersion":1,"id":"memory:agent:fact:00000000000000000000000000000001",'
-        b'"scope":"project","scopeKey":"/elsewhere","type":"fact","title":"Caf\xc3\xa9 \\u00e9",'
+        b'"scope":"project","scopeKey":"' + root + b'","type":"fact","title":"Caf\xc3\xa9 \\u00e9",'
         b'"content":"x","tags":["a"],"provenance":{"kind":"agent","sessionId":"s","eventSeq":3},'
         b'"createdAt":1700000000000,"updatedAt":1700000000001,"useCount":2,'
         b'"contentHash":"sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",'
@@ -612,7 +768,7 @@ def test_a_hand_written_file_in_the_host_format_round_trips(fixture_home: tuple[
     path.write_bytes(hand)
     store = MemoryStore.open(home, workspace, "alice")
     (record,) = store.records("project")
-    assert record.governance.origin is Origin.MODEL_SUGGESTED
+    assert record.governance.origin is Origin.DERIVED  # a legacy agent record
     assert record.createdAt == 1700000000000 and record.useCount == 2
     store.compact(store.file_for("project"))
     assert path.read_bytes() == hand  # a rewrite keeps the line byte for byte
@@ -634,9 +790,23 @@ def test_a_torn_tail_is_quarantined_by_the_next_writer(alice_store: MemoryStore)
     created = alice_store.create("project", "fact", "t2", "c2")
     assert path.read_bytes().endswith(b"\n")
     assert b'"id":"half' not in path.read_bytes()
-    corrupt = path.with_name("records.jsonl.corrupt").read_bytes()
-    assert corrupt.endswith(b'{"schemaVersion":1,"id":"half\n')
+    assert corrupt_entries(alice_store)[-1]["raw"] == '{"schemaVersion":1,"id":"half\n'
     assert alice_store.get(created.id)
+
+
+def test_a_valid_last_line_without_newline_is_read_and_kept(alice_store: MemoryStore) -> None:
+    alice_store.create("project", "fact", "t", "c")
+    path = project_path(alice_store)
+    current = alice_store.get(CONVENTION)
+    unterminated = next_revision(current, current.updatedAt + 1, {"title": "no LF"}).to_line()
+    with path.open("ab") as f:
+        f.write(unterminated[:-1])
+    assert alice_store.get(CONVENTION).title == "no LF"  # the host reads it: so do we
+    created = alice_store.create("project", "fact", "t2", "c2")
+    data = path.read_bytes()
+    assert unterminated in data  # our append added the newline first
+    assert data.endswith(alice_store.get(created.id).to_line())
+    assert alice_store.get(CONVENTION).title == "no LF"
 
 
 # ---------------------------------------------------------------- the 8 MiB cap
@@ -653,9 +823,10 @@ def _record(i: int, content: str, scope_key: str) -> Record:
 
 def fill(store: MemoryStore, size: int, *, revisions: int = 1) -> bytes:
     """Write a project file of exactly ``size`` bytes of valid records (each id with
-    ``revisions`` lines, but the last) and return its bytes."""
-    key = str(store.paths.workspace)
-    filler = "y" * (64 * 1024)
+    ``revisions`` lines, but the last few) and return its bytes."""
+    key = store.paths.root_id
+    max_content = 64 * 1024  # the host's limit
+    filler = "y" * (max_content - 8)
     lines: list[bytes] = []
     total, i = 0, 0
     while True:
@@ -670,9 +841,17 @@ def fill(store: MemoryStore, size: int, *, revisions: int = 1) -> bytes:
         lines += block
         total += sum(map(len, block))
         i += 1
-    # The last record takes exactly what is left.
-    base = len(_record(i, "", key).to_line())
-    lines.append(_record(i, "z" * (size - total - base), key).to_line())
+    # The last records (one line each) take exactly what is left.
+    base = len(_record(i, "z", key).to_line()) - 1  # a record line without its content
+    while True:
+        left = size - total
+        if left <= base + max_content:
+            lines.append(_record(i, "z" * (left - base), key).to_line())
+            break
+        record = _record(i, f"{i:08d}" + "z" * (min(max_content, left - 2 * base - 1) - 8), key)
+        lines.append(record.to_line())
+        total += len(lines[-1])
+        i += 1
     data = b"".join(lines)
     assert len(data) == size
     project_path(store).write_bytes(data)
@@ -690,8 +869,11 @@ def test_a_file_of_exactly_8_mib_is_writable_but_a_line_more_is_too_large(
         alice_store.create("project", "fact", "t", "one line more")
     assert err.value.code == "STORE_TOO_LARGE"
     assert project_path(alice_store).read_bytes() == data
-    # A review action that writes nothing is still fine.
-    assert alice_store.restore(f"memory:user:fact:{0:032x}").status is Status.ACTIVE
+    assert not view.safe.bak_path.exists()  # nothing touched, not even a backup
+    # An edit that changes nothing writes nothing: still fine.
+    first = alice_store.get(f"memory:user:fact:{0:032x}")
+    assert alice_store.edit(first.id, 1, title=first.title) == first
+    assert project_path(alice_store).read_bytes() == data
 
 
 def test_a_file_of_8_mib_plus_one_byte_is_read_only_but_readable(
@@ -717,7 +899,8 @@ def test_forget_is_allowed_on_an_oversized_file_when_the_result_fits(
     fill(alice_store, MAX_STORE_BYTES + 1)
     victim = alice_store.records("project")[3].id
     tombstone = alice_store.forget(victim)
-    assert tombstone.content == ""
+    assert tombstone.title.startswith("Forgotten memory ")
+    assert victim in {r.id for r in alice_store.records("project", include_inactive=True)}
     assert project_path(alice_store).stat().st_size <= MAX_STORE_BYTES
 
 
@@ -755,6 +938,68 @@ def test_check_reports_and_repairs(alice_store: MemoryStore) -> None:
     repaired = alice_store.check(repair=True)
     assert repaired.clean and all(p.repaired for p in repaired.problems)
     assert alice_store.check().problems == []
+
+
+def _old_lines(store: MemoryStore) -> list[bytes]:
+    """Lines an earlier version of ours wrote: keyed by the workspace path, with a sourceRef
+    of kind ``record``, and an empty forget tombstone (all invalid or foreign to the host)."""
+    base = json.loads(store.get(CONVENTION).to_line())
+    keyed = base | {"id": "memory:old-copy", "scopeKey": str(store.paths.workspace)}
+    keyed["governance"] = keyed["governance"] | {
+        "sourceRefs": [{"kind": "record", "id": CONVENTION}]}
+    empty = base | {"id": "memory:old-forgotten", "title": "", "content": "", "tags": [],
+                    "contentHash": content_hash(""), "status": "forgotten"}
+    return [json.dumps(x).encode() + b"\n" for x in (keyed, empty)]
+
+
+def test_check_finds_and_repairs_what_an_earlier_version_wrote(alice_store: MemoryStore) -> None:
+    alice_store.check(repair=True)  # the fixture's own corrupt lines
+    path = project_path(alice_store)
+    with path.open("ab") as f:
+        f.writelines(_old_lines(alice_store))
+    session = alice_store.file_for("session", FIXTURE_SESSION).path
+    old_session = session.with_name(sha256_hex(f"session-abc|{alice_store.paths.root_id}")
+                                    + ".jsonl")
+    session.rename(old_session)  # named by the full sha256, as we used to
+    n_lines = len(path.read_bytes().splitlines())
+
+    report = MemoryStore.open(alice_store.paths.home, alice_store.paths.workspace,
+                              "alice").check()
+    found = sorted((p.path.name, p.kind, p.line_no) for p in report.problems)
+    assert found == sorted([
+        (old_session.name, "migratable", None),
+        ("records.jsonl", "migratable", n_lines - 1),
+        ("records.jsonl", "migratable", n_lines),
+    ])
+    assert not report.clean
+    repaired = alice_store.check(repair=True)
+    assert repaired.clean
+    assert not old_session.exists() and session.exists()
+    fresh = MemoryStore.open(alice_store.paths.home, alice_store.paths.workspace, "alice")
+    assert fresh.check().problems == []
+    copy_ = fresh.get("memory:old-copy")
+    assert copy_.scopeKey == fresh.paths.root_id
+    assert [(r.kind, r.id) for r in copy_.governance.sourceRefs] == [("import", CONVENTION)]
+    forgotten = fresh.get("memory:old-forgotten")
+    assert forgotten.status is Status.FORGOTTEN
+    assert forgotten.title == f"Forgotten memory {sha256_hex('memory:old-forgotten')[:12]}"
+    assert fresh.records(session=FIXTURE_SESSION)[0].id == session_digest(fresh)
+    assert not fresh.view(fresh.file_for("project")).safe.corrupt_path.read_bytes().count(
+        b"memory:old-")  # made host-valid, not quarantined
+
+
+def test_a_rewrite_migrates_old_lines_instead_of_quarantining_them(
+    alice_store: MemoryStore,
+) -> None:
+    path = project_path(alice_store)
+    with path.open("ab") as f:  # after the fixture's corrupt lines: the next write rewrites
+        f.writelines(_old_lines(alice_store))
+    alice_store.create("project", "fact", "t", "c")
+    entries = corrupt_entries(alice_store)
+    assert [e["line"] for e in entries] == [7, 8]  # only the fixture's own corrupt lines
+    assert alice_store.get("memory:old-copy").scopeKey == alice_store.paths.root_id
+    assert alice_store.get("memory:old-forgotten").title.startswith("Forgotten memory ")
+    assert alice_store.view(alice_store.file_for("project")).foreign == {}
 
 
 def test_check_reports_an_unsafe_path(alice_store: MemoryStore, tmp_path: Path) -> None:

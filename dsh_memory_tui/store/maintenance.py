@@ -282,7 +282,7 @@ def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: Check
             f"{file.path}: {len(view.future)} line(s) from a newer schema, kept as they are"
         )
     foreign = {k: n for k, n in view.foreign.items() if k not in _old_keys(store.paths)}
-    if foreign:
+    if foreign and not _OLD_SESSION_NAME.fullmatch(file.path.name):
         whose = "other users' profiles" if file.scope is Scope.USER else "other scopeKeys"
         report.notes.append(
             f"{file.path}: {sum(foreign.values())} line(s) of {whose}, kept as they are"

@@ -108,6 +108,8 @@ class FileView:
         self._by_hash: dict[str, str | list[str]] = {}
         self._expiring: dict[str, int] = {}  # verified ids with an expiresAt still ahead
         self._line_of_view: dict[str, Record] = {}  # the line behind an expired view
+        # (type, title key) -> ids: made on the first write that needs it (readers never do).
+        self._titles: dict[tuple[RecordType, str], set[str]] | None = None
         self.corrupt: list[CorruptLine] = []
         self.future: list[FutureLine] = []
         # scopeKey -> lines: another user's profile, another project's (a moved copy)...
@@ -271,6 +273,11 @@ class FileView:
                 self._expiring[rid] = g.expiresAt
         else:
             self._expiring.pop(rid, None)
+        titles = self._titles
+        if titles is not None:
+            if current is not None:
+                titles.get((current.type, title_key(current.title)), set()).discard(rid)
+            titles.setdefault((record.type, title_key(record.title)), set()).add(rid)
         self.current[rid] = record
         h = record.contentHash
         ids = self._by_hash.get(h)
@@ -310,10 +317,11 @@ class FileView:
 
     def same_title(self, record_type: RecordType, title: str) -> list[Record]:
         """Current records of this type whose title the host compares as equal to ``title``."""
-        key = title_key(title)
-        return [
-            r for r in self.current.values() if r.type is record_type and title_key(r.title) == key
-        ]
+        if self._titles is None:
+            self._titles = {}
+            for rid, r in self.current.items():
+                self._titles.setdefault((r.type, title_key(r.title)), set()).add(rid)
+        return [self.current[rid] for rid in self._titles.get((record_type, title_key(title)), ())]
 
 
 class _Versions(Mapping[str, list[Record]]):

@@ -38,6 +38,7 @@ from dsh_memory_tui.model import (  # noqa: E402
     SourceRef,
     make_record,
 )
+from dsh_memory_tui.paths import workspace_root_id
 from dsh_memory_tui.store import FileView, MemoryStore  # noqa: E402
 
 WORDS = [
@@ -80,13 +81,14 @@ def realistic_line(i: int, workspace: str, rng: random.Random, size: int) -> byt
 
 
 def build_file(workspace: Path, target: int, size: int) -> Path:
+    workspace.mkdir(parents=True, exist_ok=True)
     rng = random.Random(7)
     path = workspace / ".dsh" / "workspace-memory" / "records.jsonl"
     path.parent.mkdir(parents=True, mode=0o700)
     out = bytearray()
     i = 0
     while True:
-        line = realistic_line(i, str(workspace), rng, size)
+        line = realistic_line(i, workspace_root_id(workspace), rng, size)
         if len(out) + len(line) > target:
             break
         out += line
@@ -96,7 +98,7 @@ def build_file(workspace: Path, target: int, size: int) -> Path:
 
 
 def fresh_view(store: MemoryStore) -> FileView:
-    return FileView(store.file_for(Scope.PROJECT), store.user_id, store.lock_timeout)
+    return FileView(store.file_for(Scope.PROJECT), store.user_id, store.lock_timeout, store.clock)
 
 
 # ---------------------------------------------------------------- the measurements
@@ -130,7 +132,7 @@ def measure_tail(store: MemoryStore, path: Path, rng: random.Random) -> dict[str
     view.refresh()
     times = []
     for i in range(200):
-        line = realistic_line(10_000_000 + i, str(store.paths.workspace), rng, 1100)
+        line = realistic_line(10_000_000 + i, store.paths.root_id, rng, 1100)
         with path.open("ab") as f:  # another process's append, as far as the view knows
             f.write(line)
         start = time.perf_counter()
