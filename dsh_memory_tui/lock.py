@@ -4,9 +4,13 @@ The host takes ``<file>.lock`` by creating it with ``O_CREAT|O_EXCL`` (mode 0600
 ``<pid>\\n``; it unlinks the file when done. A lock file whose mtime is 60 s old or more is stale:
 the host unlinks it and tries once more; a younger one makes the host fail at once ("busy").
 
-We follow the same protocol (an flock-based library such as ``filelock`` does not: its lock file
-is never removed, so the host would see us "busy" for 60 s after every write, and the host's own
-lock would not stop us). Unlike the host we wait for a held lock, polling, up to the timeout.
+We follow the same protocol. ``filelock.FileLock`` (flock) does not: its lock file is never
+removed, so the host saw us "busy" for 60 s after every write, and the host's own lock did not
+stop us. ``filelock.SoftFileLock`` (4.x) is close but not the same: its marker holds pid, host
+and start time where the host writes ``<pid>\n`` (and it cannot judge the host's marker), its
+staleness is pid liveness or a lifetime it warns against, not the host's 60 s mtime rule, and it
+offers no way to check, before a write becomes visible, that the lock is still ours. Hence this
+small module. Unlike the host we wait for a held lock, polling, up to the timeout.
 Unlike the host we never break a stale lock whose holder is still alive on this machine (a
 process stopped for a minute, not a crashed one): the host may; we say so in ``LOCK_TIMEOUT``.
 

@@ -555,7 +555,8 @@ FAST_PATH = True
 # A decoded string can hold a control character only if the line has an escape (raw control
 # characters are not JSON), and a string can be blank only if it is empty or starts with JS
 # whitespace. Most records show neither; then those rules need no look inside each field.
-_JS_SPACE_CHAR = re.compile(f"[{re.escape(JS_WHITESPACE)}]")
+def _none_blank(texts: list[str | None]) -> bool:
+    return all(t is None or _NOT_JS_SPACE.search(t) for t in texts)
 
 
 def _bytes_ok(value: str, max_bytes: int) -> bool:
@@ -579,32 +580,43 @@ def _fast_ok(record: Record, line: bytes | None = None) -> bool:
     if not (
         len(tags) <= MAX_TAGS
         and len(refs) <= MAX_SOURCE_REFS
-        and _bytes_ok(title, MAX_TITLE_BYTES)
-        and _bytes_ok(rid, MAX_ID_BYTES)
-        and _bytes_ok(key, MAX_SCOPE_KEY_BYTES)
-        and _bytes_ok(content, MAX_CONTENT_BYTES)
-        and (not tags or (max(map(len, tags)) <= MAX_TAG_BYTES // 4
-             or all(_bytes_ok(t, MAX_TAG_BYTES) for t in tags)))
-        and (not ref_ids or all(_bytes_ok(i, MAX_ID_BYTES) for i in ref_ids))
+        and len(title) <= MAX_TITLE_BYTES
+        and (title.isascii() or _bytes_ok(title, MAX_TITLE_BYTES))
+        and len(rid) <= MAX_ID_BYTES
+        and (rid.isascii() or _bytes_ok(rid, MAX_ID_BYTES))
+        and len(key) <= MAX_SCOPE_KEY_BYTES
+        and (key.isascii() or _bytes_ok(key, MAX_SCOPE_KEY_BYTES))
+        and len(content) <= MAX_CONTENT_BYTES
+        and (len(content) <= MAX_CONTENT_BYTES // 4 or _bytes_ok(content, MAX_CONTENT_BYTES))
+        and (not tags or max(map(len, tags)) <= MAX_TAG_BYTES // 4
+             or all(_bytes_ok(t, MAX_TAG_BYTES) for t in tags))
+        and (not ref_ids or max(map(len, ref_ids)) <= MAX_ID_BYTES // 4
+             or all(_bytes_ok(i, MAX_ID_BYTES) for i in ref_ids))
         and (session is None or _bytes_ok(session, MAX_ID_BYTES))
         and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
         and d["updatedAt"] >= d["createdAt"]
         and d["contentHash"] == "sha256:" + _sha256(content.encode()).hexdigest()
     ):
         return False
-    texts = [rid, key, title, *tags, *ref_ids]
-    if session is not None:
-        texts.append(session)
-    if note is not None:
-        texts.append(note)
-    firsts = "".join([t[:1] for t in texts]) + content[:1]
-    # An empty string, or one that starts with whitespace: is any of them blank?
-    if (len(firsts) <= len(texts) or _JS_SPACE_CHAR.search(firsts)) and (
-        not all(_NOT_JS_SPACE.search(t) for t in texts) or not _NOT_JS_SPACE.search(content)
-    ):
+    # Blank: every string that starts with a printable ASCII (or C1) character is not blank
+    # (JS whitespace is space and below, or U+00A0 and above). A list's smallest and largest
+    # strings bound the first characters of all of them.
+    if not (
+        " " < title[:1] < "\xa0"
+        and " " < rid[:1] < "\xa0"
+        and " " < key[:1] < "\xa0"
+        and " " < content[:1] < "\xa0"
+        and (not tags or (min(tags)[:1] > " " and max(tags)[:1] < "\xa0"))
+        and (not ref_ids or (min(ref_ids)[:1] > " " and max(ref_ids)[:1] < "\xa0"))
+        and (session is None or " " < session[:1] < "\xa0")
+        and (note is None or " " < note[:1] < "\xa0")
+    ) and not _none_blank([rid, key, title, content, *tags, *ref_ids, session, note]):
         return False
     if (line is None or b"\\" in line or b"\x7f" in line) and (
-        _TEXT_CONTROL.search(" ".join(texts)) or _CONTENT_CONTROL.search(content)
+        _TEXT_CONTROL.search(
+            " ".join([rid, key, title, *tags, *ref_ids, session or "", note or ""])
+        )
+        or _CONTENT_CONTROL.search(content)
     ):
         return False
     if g is None:

@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from filelock import FileLock  # noqa: E402
 
 from dsh_memory_tui.jsonl import MAX_STORE_BYTES  # noqa: E402
+from dsh_memory_tui.lock import HostLock  # noqa: E402
 from dsh_memory_tui.model import (  # noqa: E402
     Origin,
     Provenance,
@@ -38,7 +38,7 @@ from dsh_memory_tui.model import (  # noqa: E402
     SourceRef,
     make_record,
 )
-from dsh_memory_tui.paths import workspace_root_id
+from dsh_memory_tui.paths import workspace_root_id  # noqa: E402
 from dsh_memory_tui.store import FileView, MemoryStore  # noqa: E402
 
 WORDS = [
@@ -183,10 +183,10 @@ def measure_appends(base: Path, workers: int, count: int) -> dict[str, float]:
 
 
 def measure_primitives(base: Path) -> dict[str, float]:
-    lock = FileLock(base / "probe.lock")
+    lock = HostLock(base / "probe.lock", 5.0)
 
     def acquire() -> None:
-        with lock:
+        with lock.held():
             pass
 
     fd = os.open(base / "probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -254,7 +254,7 @@ def main() -> None:
         ("memory per loaded record / its bytes",
          f"{memory['mem_per_record'] / memory['bytes_per_record']:.2f}x", "<= 4.00x",
          f"{memory['mem_per_record']:.0f} B per {memory['bytes_per_record']:.0f}-byte record"),
-        ("filelock acquire+release; fsync (reference)", "", "",
+        ("host lock acquire+release; fsync (reference)", "", "",
          f"{prim['lock_s'] * 1e6:.0f} us; {prim['fsync_s'] * 1e6:.0f} us"),
     ]
     headers = ("measure", "result", "target", "absolute")
