@@ -29,6 +29,7 @@ from typing import Any
 from watchfiles import watch
 
 from .errors import StoreError
+from .governance import PIN_FIELDS, VERIFIED_FIELDS, Action, transition
 from .jsonl import TailReader
 from .model import (
     Origin,
@@ -369,8 +370,9 @@ class AutoWriter:
         elif current.contentHash == hash_:
             return [], None
         else:
-            # The current digest of the session: active again, and a verification given to
-            # other content is stale.
+            # The current digest of the session: active again, and (the host's rule for an
+            # edit) a verification given to other content is stale, without its time, actor
+            # or pin.
             governance: dict[str, Any] = {"sourceRefs": refs}
             if current.governance.verification is Verification.VERIFIED:
                 governance["verification"] = Verification.STALE
@@ -379,6 +381,7 @@ class AutoWriter:
                 {"title": DIGEST_TITLE, "content": content, "provenance": provenance,
                  "status": Status.ACTIVE},
                 governance,
+                VERIFIED_FIELDS + PIN_FIELDS,
             )
         prefix = digest_id_prefix(scope_key)
         others = [
@@ -389,7 +392,7 @@ class AutoWriter:
         archived = []
         if excess > 0:
             others.sort(key=lambda r: (r.updatedAt, r.createdAt))  # stable: file order on ties
-            archived = [next_revision(r, now, {"status": Status.ARCHIVED}) for r in others[:excess]]
+            archived = [transition(r, Action.ARCHIVE, now) for r in others[:excess]]  # unpins
         return [new, *archived], record_id
 
 

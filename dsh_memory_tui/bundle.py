@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import StoreError
+from .governance import display_conflict_groups
 from .jsonl import write_atomic
 from .model import (
     MAX_SOURCE_REFS,
@@ -164,22 +165,40 @@ def export_bundle(
     """
     out_path = Path(out)
     _refuse_store_dir(store, out_path)
-    records: list[Record] = []
+    lines: list[bytes] = []
     corrupt = future = 0
     for file in _export_files(store, scopes, session):
         view = store.view(file)
         view.refresh()
         corrupt += len(view.corrupt)
         future += len(view.future)
-        records.extend(r for r in view.current.values() if r.status is not Status.FORGOTTEN)
+        records = [r for r in view.current.values() if r.status is not Status.FORGOTTEN]
+        # The host exports each store with the conflict groups its domain computes.
+        groups = display_conflict_groups(records)
+        lines.extend(_export_line(r, groups.get(r.id)) for r in records)
     exported_at = store.clock()
     head = b'{"schemaVersion": 1, "exportedAt": %d, "records": [' % exported_at
-    # One record per line; ``to_line`` writes the record exactly as a store line (every
-    # governance field, the defaults of an older host's record included).
-    body = b",\n".join(r.to_line()[:-1] for r in records)
-    data = head + (b"\n" + body + b"\n" if records else b"") + b"]}\n"
+    body = b",\n".join(lines)
+    data = head + (b"\n" + body + b"\n" if lines else b"") + b"]}\n"
     write_atomic(out_path, data)
-    return ExportResult(out_path, len(records), exported_at, corrupt, future)
+    return ExportResult(out_path, len(lines), exported_at, corrupt, future)
+
+
+def _export_line(record: Record, group: str | None) -> bytes:
+    """One record of a bundle, as the host's ``exportMemoryBundle`` writes it: every field of
+    its store line, with ``governance`` always there (an older host's record gets the host's
+    defaults) and the conflict group the host computes for it.
+    """
+    if not record.is_legacy and (group is None or record.governance.conflictGroup is not None):
+        return record.to_line()[:-1]  # the store line as it is: nothing to add
+    data = record.to_json()  # governance filled in
+    if group is not None:
+        data["governance"].setdefault("conflictGroup", group)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate the host accepted: escaped, as JSON.stringify
+        return json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
 
 
 # ------------------------------------------------------------------------- import: reading
@@ -389,10 +408,6 @@ def _bundle_record(entry: Any, label: str, where: str) -> Record:
         _check_value(value, level, label, where)
     if record.status is Status.FORGOTTEN:
         raise RecordInvalid("a forgotten record: it has no content left to import")
-    if not record.title.strip():
-        raise RecordInvalid("title is empty")
-    if not record.content.strip():
-        raise RecordInvalid("content is empty")
     return record
 
 
@@ -420,15 +435,31 @@ def _refuse_repeated_ids(entries: list[Any], label: str) -> None:
 
 
 def _import_refs(source: Record) -> list[dict[str, Any]]:
-    refs = [r.model_dump(exclude_unset=True) for r in source.governance.sourceRefs]
+    """The sourceRefs of the record an import writes (the host's ``importMemoryBundle``):
+    the bundle record's own (an older host's record: the host's defaults), then
+    ``{kind: import, id: <original id>, contentHash}``, always last. RecordInvalid, as the
+    host's import refuses them, when that is more than 32 refs (listed invalid, never trimmed:
+    a trimmed list would lose where the memory came from) or the id holds ``/`` or ``\\``.
+    """
+    if "/" in source.id or "\\" in source.id:
+        # The host's sourceRef() refuses such an id, so its import refuses the record.
+        raise RecordInvalid(
+            "Memory source reference id is invalid",
+            "the record's id, which its import ref names, holds / or \\",
+        )
     mine = {"kind": "import", "id": source.id, "contentHash": source.contentHash}
-    if mine not in refs:
-        refs.append(mine)
-    return refs[-MAX_SOURCE_REFS:]
+    refs = [r.model_dump(exclude_unset=True) for r in source.governance.sourceRefs]
+    refs = [r for r in refs if r != mine]
+    if len(refs) + 1 > MAX_SOURCE_REFS:
+        raise RecordInvalid(
+            "Memory import has too many source references",
+            f"{len(refs)} of its own and the import's own: the host allows {MAX_SOURCE_REFS}",
+        )
+    return [*refs, mine]
 
 
 def _imported(
-    source: Record, target: StoreFile, bundle_hash: str, note: str, now: int
+    source: Record, refs: list[dict[str, Any]], target: StoreFile, note: str, now: int
 ) -> Record:
     """The record an import writes for ``source``: its type, title, content, tags and unknown
     top-level fields, with a new id, the target's scope and fresh governance.
@@ -456,7 +487,7 @@ def _imported(
         "governance": {
             "origin": Origin.IMPORTED,
             # Theirs, and the original record (SPEC 7): kinds the host allows.
-            "sourceRefs": _import_refs(source),
+            "sourceRefs": refs,
             "verification": Verification.UNVERIFIED,
             "revision": 1,
             "retention": RETENTION_BY_SCOPE[target.scope],
@@ -505,6 +536,7 @@ def _classify(
     for index, entry in enumerate(entries):
         try:
             record = _bundle_record(entry, label, f"records[{index}]")
+            refs = _import_refs(record)
         except RecordInvalid as exc:
             plan.invalid.append(InvalidEntry(index, _entry_id(entry), exc.reason))
             continue
@@ -513,7 +545,7 @@ def _classify(
         if existing is not None:
             plan.duplicates.append(DuplicateEntry(index, record.id, existing))
             continue
-        new = _imported(record, plan.target, plan.bundle_hash, note, now)
+        new = _imported(record, refs, plan.target, note, now)
         index_of[key] = new.id
         plan.new.append(new)
         plan.new_indexes.append(index)

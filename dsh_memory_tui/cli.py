@@ -342,12 +342,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tag", action="append", help="replaces the tags (repeat for several)")
     shared_opt(p)
 
-    for name, help_ in (("verify", "mark a record verified"), ("reject", "reject a record"),
+    for name, help_ in (("verify", "mark an unverified record verified"),
+                        ("reject", "reject an unverified record"),
+                        ("reverify", "verify a stale record again"),
+                        ("pin", "pin a verified record (the agent sees it first)"),
+                        ("unpin", "unpin a record"),
                         ("archive", "archive a record"), ("restore", "restore a record"),
                         ("forget", "erase a record's content for good")):
         p = command(name, cmd_action, help_)
         p.add_argument("id")
-        if name in ("verify", "reject"):
+        if name in ("verify", "reject", "reverify"):
             p.add_argument("--reason")
         shared_opt(p)
 

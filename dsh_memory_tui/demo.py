@@ -32,6 +32,7 @@ from .model import (
     Scope,
     SourceRef,
     content_hash,
+    import_id,
     now_ms,
 )
 from .model import make_record as build_record
@@ -396,14 +397,18 @@ def _imported(
     clock: Callable[[], int], record_type: RecordType, title: str, content: str,
     tags: list[str], original: str,
 ) -> Callable[[str], Record]:
+    # As an import of the platform team's bundle writes it (bundle.py): an import id, and
+    # the original record as its sourceRef.
     def make(scope_key: str) -> Record:
         return build_record(
             scope=Scope.PROJECT, scope_key=scope_key, record_type=record_type, title=title,
-            content=content, tags=tags, provenance=Provenance(kind=ProvenanceKind.IMPORT),
+            content=content, tags=tags,
+            provenance=Provenance(kind=ProvenanceKind.IMPORT,
+                                  note="imported from platform-team.json"),
             origin=Origin.IMPORTED,
             source_refs=[SourceRef(kind="import", id=original,
                                    contentHash=content_hash(content))],
-            now=clock(),
+            record_id=import_id(), now=clock(),
         )
 
     return make

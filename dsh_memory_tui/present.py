@@ -42,6 +42,11 @@ def describe_changes(old: Record | None, new: Record) -> list[str]:
     ga, gb = old.governance, new.governance
     if ga.verification != gb.verification:
         out.append(f"verification: {ga.verification.value} -> {gb.verification.value}")
+    if ga.pinned != gb.pinned:
+        out.append("pinned" if gb.pinned else "unpinned")
+    added = len(gb.sourceRefs) - len(ga.sourceRefs)
+    if added > 0:  # a merge (the host's upsert of the same content) adds source refs
+        out.append(f"{added} source ref{'s' if added > 1 else ''} added")
     if gb.reviewNote and gb.reviewNote != ga.reviewNote:
         out.append(f"note: {gb.reviewNote}")
     return out or ["no visible change"]

@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, HOST_FIXTURES, REPO_ROOT, WAIT_S, run_cli, wait_for
+from interop.corpus import root_id, scope_key_sha16, session_file_name
 
 from dsh_memory_tui.autowriter import AutoWriter, digest_id_prefix
-from dsh_memory_tui.model import content_hash, session_scope_key, sha256_hex
+from dsh_memory_tui.model import Location, Record, Scope, content_hash, parse_line, sha256_hex
 from dsh_memory_tui.store import MemoryStore
 
 LOGGER = "dsh_memory_tui.autowriter"
-SEED_ID = "memory:auto:fact:e7e26cdefa2414a7:1899925c2fa2f12bdde45c62"
+SEED_DIGEST_HASH = "1899925c2fa2f12bdde45c62"  # the part of the seed's id its content makes
 SEED_CONTENT = (
     "Files touched: 3 (2 created, 1 modified, 0 deleted)\n"
     "Created: out/report.md, out/data.json\n"
@@ -101,13 +102,21 @@ def event(
 
 
 def seed_events(cwd: Path) -> list[str]:
+    """The fixture's three tool results in the workspace ``cwd`` (its path and rootId)."""
     text = (FIXTURES / "events" / "session-abc.jsonl").read_text()
-    return text.replace("__WORKSPACE__", str(cwd)).splitlines()
+    text = text.replace("__WORKSPACE__", str(cwd)).replace("__ROOT_ID__", root_id(cwd))
+    return text.splitlines()
+
+
+def seed_id(workspace: Path) -> str:
+    """The stable id of the seed's digest in ``workspace``'s session ``session-abc``."""
+    sha16 = scope_key_sha16(f"session-abc|{root_id(workspace)}")
+    return f"memory:auto:fact:{sha16}:{SEED_DIGEST_HASH}"
 
 
 def session_path(home: Path, session: str = "s1", root: str = "r1") -> Path:
-    name = sha256_hex(session_scope_key(session, root))
-    return home / "workspace-memory" / "sessions" / f"{name}.jsonl"
+    """The host's name of a session's file: 32 hex of sha256("<session>|<root>")."""
+    return home / "workspace-memory" / "sessions" / session_file_name(session, root)
 
 
 def session_lines(home: Path, session: str = "s1", root: str = "r1") -> list[dict[str, Any]]:
@@ -118,13 +127,8 @@ def session_lines(home: Path, session: str = "s1", root: str = "r1") -> list[dic
 
 
 def current(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each id's line with the highest revision (a later line wins a tie)."""
-    out: dict[str, dict[str, Any]] = {}
-    for line in lines:
-        prev = out.get(line["id"])
-        if prev is None or line["governance"]["revision"] >= prev["governance"]["revision"]:
-            out[line["id"]] = line
-    return out
+    """Each id's current line: its last one (as the host reads a file)."""
+    return {line["id"]: line for line in lines}
 
 
 def written_content(writer: AutoWriter, clock: FakeClock, home: Path, **kw: str) -> str:
@@ -140,15 +144,18 @@ def written_content(writer: AutoWriter, clock: FakeClock, home: Path, **kw: str)
 def test_seed_example_is_written_exactly_as_the_host_writes_it(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
+    root = root_id(workspace)
     for line in seed_events(workspace):
         writer.on_tool_result(line)
     clock.advance(0.5)
-    assert writer.flush_due() == [SEED_ID]
+    assert writer.flush_due() == [seed_id(workspace)]
 
     host_line = (HOST_FIXTURES / "home" / "workspace-memory" / "sessions"
-                 / f"{sha256_hex('session-abc|root-xyz')}.jsonl").read_text()
+                 / "session-session-abc.jsonl").read_text()
+    host_line = host_line.replace("__ROOT_ID__", root).replace(
+        "__SCOPEKEY_SHA16__", scope_key_sha16(f"session-abc|{root}"))
     expected = json.loads(host_line)
-    [line] = session_lines(home, "session-abc", "root-xyz")
+    [line] = session_lines(home, "session-abc", root)
     assert line["createdAt"] == line["updatedAt"]
     for volatile in ("createdAt", "updatedAt"):  # the times of the write, not the host's
         line.pop(volatile)
@@ -181,6 +188,8 @@ def test_digest_fields_provenance_and_source_refs(
         "sourceRefs": [{"kind": "session", "id": "s1"}, {"kind": "event", "id": "9"}],
         "verification": "unverified", "revision": 1, "retention": "session-end",
     }
+    raw = session_path(home).read_bytes()
+    assert isinstance(parse_line(raw, Location(Scope.SESSION, "s1|r1")), Record)  # host-valid
 
 
 def test_net_effect_per_path_in_first_touched_order(
@@ -280,7 +289,11 @@ def test_a_verified_digest_with_new_content_becomes_stale(
     writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("b.txt", "create")))
     clock.advance(0.5)
     assert writer.flush_due() == [record_id]
-    assert store.get(record_id).governance.verification.value == "stale"
+    governance = store.get(record_id).governance
+    assert governance.verification.value == "stale"
+    # As the host's edit of a verified record: the verification's time and actor go too.
+    assert (governance.verifiedAt, governance.verifiedBy) == (None, None)
+    assert "verifiedAt" not in session_lines(home)[-1]["governance"]
 
 
 def test_a_burst_is_written_once_after_the_debounce(
@@ -328,21 +341,21 @@ def test_a_session_that_touched_no_file_writes_nothing(
 def test_rerunning_the_same_events_writes_no_line(
     home: Path, workspace: Path, clock: FakeClock
 ) -> None:
+    root = root_id(workspace)
     events = seed_events(workspace) + [
-        json.dumps(event(50, workspace, ("x.txt", "delete"), session="session-abc",
-                         root="root-xyz"))
+        json.dumps(event(50, workspace, ("x.txt", "delete"), session="session-abc", root=root))
     ]
     first = AutoWriter(MemoryStore.open(home, workspace, "alice"), clock=clock)
     for line in events:
         first.on_tool_result(line)
     assert len(first.flush_all()) == 1
-    before = session_path(home, "session-abc", "root-xyz").read_bytes()
+    before = session_path(home, "session-abc", root).read_bytes()
 
     again = AutoWriter(MemoryStore.open(home, workspace, "alice"), clock=clock)
     for line in events:
         again.on_tool_result(line)
     assert again.flush_all() == []
-    assert session_path(home, "session-abc", "root-xyz").read_bytes() == before
+    assert session_path(home, "session-abc", root).read_bytes() == before
 
 
 def seven_digests(writer: AutoWriter, clock: FakeClock, workspace: Path) -> list[str]:
@@ -536,14 +549,17 @@ def test_a_damaged_store_is_skipped(
 
 @pytest.fixture
 def held_lock(home: Path) -> Iterator[Path]:
-    """The session file's lock held by another process until the test ends."""
+    """The session file's lock held by another process the host's way (O_CREAT|O_EXCL, its
+    pid inside, unlinked when done) until the test ends."""
     path = session_path(home)
     path.parent.mkdir(parents=True, mode=0o700)
     lock_path = Path(f"{path}.lock")
     code = (
-        "import sys\nfrom filelock import FileLock\n"
-        f"lock = FileLock({str(lock_path)!r}); lock.acquire()\n"
+        "import os, sys\n"
+        f"fd = os.open({str(lock_path)!r}, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)\n"
+        "os.write(fd, f'{os.getpid()}\\n'.encode()); os.close(fd)\n"
         "print('locked', flush=True)\nsys.stdin.read()\n"
+        f"os.unlink({str(lock_path)!r})\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -594,8 +610,8 @@ def test_cli_reads_stdin_and_writes_at_eof(home: Path, workspace: Path) -> None:
     result = run_cli(home, workspace, "auto-write", input="\n".join(seed_events(workspace)))
     _no_noise(result)
     assert result.stdout == ""
-    [line] = session_lines(home, "session-abc", "root-xyz")
-    assert (line["id"], line["content"]) == (SEED_ID, SEED_CONTENT)
+    [line] = session_lines(home, "session-abc", root_id(workspace))
+    assert (line["id"], line["content"]) == (seed_id(workspace), SEED_CONTENT)
 
 
 def test_cli_writes_one_digest_per_session_after_a_burst(home: Path, workspace: Path) -> None:
@@ -615,10 +631,10 @@ def test_cli_rerun_of_the_same_events_writes_no_line(home: Path, workspace: Path
     events = workspace / "events.jsonl"
     events.write_text("\n".join(seed_events(workspace)) + "\n")
     _no_noise(run_cli(home, workspace, "auto-write", "--events", str(events)))
-    before = session_path(home, "session-abc", "root-xyz").read_bytes()
+    before = session_path(home, "session-abc", root_id(workspace)).read_bytes()
     _no_noise(run_cli(home, workspace, "auto-write", "--events", str(events)))
     _no_noise(run_cli(home, workspace, "auto-write", input=events.read_text()))
-    assert session_path(home, "session-abc", "root-xyz").read_bytes() == before
+    assert session_path(home, "session-abc", root_id(workspace)).read_bytes() == before
 
 
 def test_cli_failures_are_silent_malformed_lines_and_bad_cwd(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
+import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURE_SESSION, FIXTURES, run_cli
+from interop import corpus
+from interop.corpus import bundle_dirs, corpus_json, install_tree, root_id_of_canonical
 
 from dsh_memory_tui.bundle import (
     MAX_BUNDLE_BYTES,
@@ -29,11 +30,15 @@ from dsh_memory_tui.model import (
     Verification,
     content_hash,
     make_record,
+    parse_line,
 )
 from dsh_memory_tui.store import MemoryStore
 
 BUNDLES = FIXTURES / "bundles"
-SESSION = ("session-abc", "root-xyz")
+SESSION = FIXTURE_SESSION  # ("session-abc", None): its root is the workspace's rootId
+# The workspace the fixture bundles were exported from (their records' ``__ROOT_ID__``).
+EXPORTED_FROM = root_id_of_canonical("/home/dev/projects/acme-api")
+UUID = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
 
 @pytest.fixture
@@ -42,21 +47,29 @@ def empty_store(tmp_path: Path) -> MemoryStore:
     return MemoryStore.open(tmp_path / "home2", tmp_path / "ws2", "carol")
 
 
-def bundle_file(tmp_path: Path, name: str) -> Path:
+def bundle_file(tmp_path: Path, name: str, root: str = EXPORTED_FROM) -> Path:
+    """A copy of ``bundles/<name>`` in ``tmp_path``, its ``__ROOT_ID__`` the rootId ``root``."""
     dest = tmp_path / name
-    shutil.copyfile(BUNDLES / name, dest)
+    dest.write_text((BUNDLES / name).read_text().replace("__ROOT_ID__", root))
     return dest
 
 
 def record_json(title: str, content: str, **over: object) -> dict[str, object]:
     """A valid project record as a bundle holds it."""
     rec = make_record(
-        scope=Scope.PROJECT, scope_key="/elsewhere", record_type=RecordType.FACT, title=title,
+        scope=Scope.PROJECT, scope_key=EXPORTED_FROM, record_type=RecordType.FACT, title=title,
         content=content, tags=["t"], provenance=Provenance(kind=ProvenanceKind.USER),
         origin=Origin.USER_AUTHORED, source_refs=[],
     ).to_json()
     rec.update(over)
     return rec
+
+
+def assert_host_valid(store: MemoryStore, scope: str, session: object = None) -> None:
+    """Every line of the scope's file gets the host's verdict "valid, ours"."""
+    file = store.file_for(scope, session)  # type: ignore[arg-type]
+    for line in file.path.read_bytes().splitlines(keepends=True):
+        parse_line(line, file.location)  # raises RecordInvalid for a line the host refuses
 
 
 def bundle_bytes(*records: object, **top: object) -> bytes:
@@ -108,14 +121,18 @@ def test_export_writes_complete_governance_for_an_older_hosts_record(
     export_bundle(alice_store, out, scopes=[Scope.PROJECT])
     records = json.loads(out.read_bytes())["records"]
     legacy = next(r for r in records if r["title"].endswith("(legacy record)"))
+    # The host's memoryGovernance() defaults for an agent's record without governance.
     assert legacy["governance"] == {
-        "origin": "model-suggested",
-        "sourceRefs": [{"kind": "session", "id": legacy["provenance"]["sessionId"]},
-                       {"kind": "event", "id": str(legacy["provenance"]["eventSeq"])}],
+        "origin": "derived",
+        "sourceRefs": [{"kind": "session", "id": legacy["provenance"]["sessionId"]}],
         "verification": "unverified",
         "revision": 1,
         "retention": "project-delete",
     }
+    # ... written into the bundle only: the store line stays as the older host wrote it.
+    (line,) = [line for line in alice_store.paths.project_file().path.read_text().splitlines()
+               if "(legacy record)" in line]
+    assert '"governance"' not in line
     hinted = next(r for r in records if "hostHints" in r)  # unknown fields go out unchanged
     assert hinted["title"] == "Prefer pathlib over os.path"
 
@@ -145,7 +162,8 @@ def test_export_of_chosen_scopes_and_one_session(alice_store: MemoryStore, tmp_p
     assert export_bundle(alice_store, out, scopes=[Scope.SESSION]).count == 2
     only = export_bundle(alice_store, out, session=SESSION)
     (record,) = json.loads(out.read_bytes())["records"]
-    assert only.count == 1 and record["scopeKey"] == "session-abc|root-xyz"
+    assert only.count == 1
+    assert record["scopeKey"] == f"session-abc|{alice_store.paths.root_id}"
 
 
 def test_export_file_is_private_and_replaced_atomically(alice_store: MemoryStore, tmp_path: Path):
@@ -188,7 +206,7 @@ def test_round_trip_into_an_empty_workspace(
     out = tmp_path / "out.json"
     export_bundle(alice_store, out, scopes=["project", "shared-project", "user"])
     exported = json.loads(out.read_bytes())["records"]
-    bundle_hash = "sha256:" + hashlib.sha256(out.read_bytes()).hexdigest()
+    by_id = {r["id"]: r for r in exported}
 
     plan = plan_import(empty_store, out, "project")
     assert (len(plan.new), plan.duplicates, plan.invalid) == (len(exported), [], [])
@@ -198,41 +216,48 @@ def test_round_trip_into_an_empty_workspace(
     assert [r.id for r in imported] == result.written
     key = lambda r: (r["type"], r["title"], r["content"], r["tags"])  # noqa: E731
     assert sorted(map(key, (r.to_json() for r in imported))) == sorted(map(key, exported))
-    originals = {r["id"] for r in exported}
     for record in imported:
         g = record.governance
-        assert record.id.startswith(f"memory:import:{record.type.value}:")
-        assert (record.scope, record.scopeKey) == (Scope.PROJECT, str(empty_store.paths.workspace))
+        assert re.fullmatch(f"memory:import:{UUID}", record.id)  # the host's import ids
+        assert (record.scope, record.scopeKey) == (Scope.PROJECT, empty_store.paths.root_id)
         assert (g.origin, g.verification, g.revision) == (Origin.IMPORTED,
                                                           Verification.UNVERIFIED, 1)
         assert g.retention.value == "project-delete" and record.status is Status.ACTIVE
         assert record.provenance.kind is ProvenanceKind.IMPORT
-        assert [(s.kind, s.id) for s in g.sourceRefs[:1]] == [("bundle", bundle_hash)]
-        assert g.sourceRefs[1].kind == "record" and g.sourceRefs[1].id in originals
+        # Theirs, then the original record (SPEC 7): kinds the host allows.
+        *theirs, mine = [s.model_dump(exclude_unset=True) for s in g.sourceRefs]
+        original = by_id[mine["id"]]
+        assert mine == {"kind": "import", "id": original["id"],
+                        "contentHash": original["contentHash"]}
+        assert theirs == original["governance"]["sourceRefs"]
     assert len(empty_store.review_queue()) == len(imported)
     assert any(r.model_extra.get("hostHints") for r in imported)  # unknown fields kept
+    assert_host_valid(empty_store, "project")
 
 
-def test_dry_run_plan_writes_nothing(alice_store: MemoryStore):
+def test_dry_run_plan_writes_nothing(alice_store: MemoryStore, tmp_path: Path):
     before = store_bytes(alice_store)
-    plan = plan_import(alice_store, BUNDLES / "valid.json", "user")
+    plan = plan_import(alice_store, bundle_file(tmp_path, "valid.json"), "user")
     assert len(plan.new) == 3
     assert store_bytes(alice_store) == before
 
 
-def test_reimporting_writes_nothing(empty_store: MemoryStore):
-    first = apply_import(empty_store, plan_import(empty_store, BUNDLES / "valid.json", "project"))
+def test_reimporting_writes_nothing(empty_store: MemoryStore, tmp_path: Path):
+    bundle = bundle_file(tmp_path, "valid.json")
+    first = apply_import(empty_store, plan_import(empty_store, bundle, "project"))
     assert len(first.written) == 3
     before = store_bytes(empty_store)
-    again = plan_import(empty_store, BUNDLES / "valid.json", "project")
+    again = plan_import(empty_store, bundle, "project")
     assert again.new == [] and len(again.duplicates) == 3
     assert {d.existing_id for d in again.duplicates} == set(first.written)
     assert apply_import(empty_store, again).written == []
     assert store_bytes(empty_store) == before
 
 
-def test_existing_records_of_the_target_are_duplicates(alice_store: MemoryStore):
-    plan = plan_import(alice_store, BUNDLES / "valid.json", "project")
+def test_existing_records_of_the_target_are_duplicates(alice_store: MemoryStore, tmp_path: Path):
+    # Exported from this very workspace, then imported back.
+    bundle = bundle_file(tmp_path, "valid.json", alice_store.paths.root_id)
+    plan = plan_import(alice_store, bundle, "project")
     # The fixture's project file holds the decision and the proposal already.
     assert [d.index for d in plan.duplicates] == [0, 1]
     assert plan.duplicates[0].existing_id == "memory:user:decision:f768064f958507ad239eed24c2c063fe"
@@ -247,8 +272,8 @@ def test_the_same_content_twice_in_a_bundle_imports_once(empty_store: MemoryStor
     assert len(apply_import(empty_store, plan).written) == 1
 
 
-def test_apply_rechecks_duplicates_under_the_lock(empty_store: MemoryStore):
-    plan = plan_import(empty_store, BUNDLES / "valid.json", "project")
+def test_apply_rechecks_duplicates_under_the_lock(empty_store: MemoryStore, tmp_path: Path):
+    plan = plan_import(empty_store, bundle_file(tmp_path, "valid.json"), "project")
     # Another writer adds the same content between the plan and the apply.
     other = MemoryStore.open(empty_store.paths.home, empty_store.paths.workspace, "carol")
     made = other.create("project", "decision", "Same",
@@ -259,16 +284,20 @@ def test_apply_rechecks_duplicates_under_the_lock(empty_store: MemoryStore):
     assert len(empty_store.records("project")) == 3
 
 
-def test_a_bundle_with_an_invalid_record_imports_the_others(empty_store: MemoryStore):
-    plan = plan_import(empty_store, BUNDLES / "one-invalid-record.json", "project")
+def test_a_bundle_with_an_invalid_record_imports_the_others(
+    empty_store: MemoryStore, tmp_path: Path
+):
+    plan = plan_import(empty_store, bundle_file(tmp_path, "one-invalid-record.json"), "project")
     (bad,) = plan.invalid
     assert (bad.index, bad.id) == (1, "memory:agent:fact:ace970fccddba416a3966023df2d5c05")
-    assert "contentHash does not match" in bad.reason
+    assert bad.reason.startswith("Memory content hash is invalid")  # the host's message
     assert len(apply_import(empty_store, plan).written) == 1
 
 
-def test_strict_import_with_an_invalid_record_writes_nothing(empty_store: MemoryStore):
-    plan = plan_import(empty_store, BUNDLES / "one-invalid-record.json", "project")
+def test_strict_import_with_an_invalid_record_writes_nothing(
+    empty_store: MemoryStore, tmp_path: Path
+):
+    plan = plan_import(empty_store, bundle_file(tmp_path, "one-invalid-record.json"), "project")
     with pytest.raises(StoreError) as info:
         apply_import(empty_store, plan, strict=True)
     assert info.value.code == "BUNDLE_INVALID" and "records[1]" in info.value.message
@@ -280,7 +309,15 @@ def test_strict_import_with_an_invalid_record_writes_nothing(empty_store: Memory
     [
         ("just text", "a JSON string, not an object"),
         ({"schemaVersion": 2, "id": "x"}, "schemaVersion 2"),
-        ({"schemaVersion": 1, "id": "x", "title": "no fields"}, "Field required"),
+        ({"schemaVersion": 1, "id": "x", "title": "no fields"}, "Memory record scope"),
+        (record_json("bad ref", "r", governance={
+            "origin": "model-suggested", "sourceRefs": [{"kind": "record", "id": "x"}],
+            "verification": "unverified", "revision": 1, "retention": "project-delete"}),
+         "Memory source reference kind is invalid"),
+        (record_json("no ref", "n", governance={
+            "origin": "model-suggested", "sourceRefs": [], "verification": "unverified",
+            "revision": 1, "retention": "project-delete"}),
+         "Non-user Memory requires a source reference"),
     ],
 )
 def test_invalid_records_are_listed_with_their_reason(
@@ -293,11 +330,57 @@ def test_invalid_records_are_listed_with_their_reason(
 
 
 def test_a_forgotten_or_empty_record_is_invalid(empty_store: MemoryStore):
-    forgotten = record_json("", "", status="forgotten")
-    blank = record_json("  ", "something")
-    plan = plan_import(empty_store, bundle_bytes(forgotten, blank), "project")
+    tombstone = "This memory was forgotten."
+    forgotten = record_json("Forgotten memory 0123456789ab", tombstone, status="forgotten",
+                            contentHash=content_hash(tombstone))
+    blank, empty = record_json("x", "something"), record_json("y", "something")
+    blank["title"] = "   "
+    empty.update(content="\n \n", contentHash=content_hash("\n \n"))
+    plan = plan_import(empty_store, bundle_bytes(forgotten, blank, empty), "project")
     assert [b.reason for b in plan.invalid] == [
-        "a forgotten record: it has no content left to import", "title is empty",
+        "a forgotten record: it has no content left to import",
+        "Memory title is invalid (blank)",
+        "Memory content is invalid (blank)",
+    ]
+
+
+def _with_refs(n: int, title: str) -> dict[str, object]:
+    refs = [{"kind": "event", "id": str(i)} for i in range(n)]
+    return record_json(title, f"{title} content", governance={
+        "origin": "model-suggested", "sourceRefs": refs, "verification": "unverified",
+        "revision": 1, "retention": "project-delete"})
+
+
+def test_a_record_with_no_room_for_the_import_ref_is_invalid_not_trimmed(
+    empty_store: MemoryStore,
+):
+    full, room = _with_refs(32, "full"), _with_refs(31, "room")
+    plan = plan_import(empty_store, bundle_bytes(full, room), "project")
+    (bad,) = plan.invalid
+    assert (bad.index, bad.id) == (0, full["id"])
+    assert bad.reason.startswith("Memory import has too many source references")
+    assert "32" in bad.reason
+    (new,) = plan.new
+    refs = [r.model_dump(exclude_unset=True) for r in new.governance.sourceRefs]
+    assert len(refs) == 32
+    assert refs == [*room["governance"]["sourceRefs"],  # type: ignore[index]
+                    {"kind": "import", "id": room["id"], "contentHash": room["contentHash"]}]
+    apply_import(empty_store, plan)
+    assert_host_valid(empty_store, "project")
+    with pytest.raises(StoreError) as info:
+        apply_import(empty_store, plan_import(empty_store, bundle_bytes(full), "project"),
+                     strict=True)
+    assert info.value.code == "BUNDLE_INVALID" and "too many source references" in str(info.value)
+
+
+def test_an_older_hosts_record_imports_with_the_hosts_default_refs(empty_store: MemoryStore):
+    legacy = record_json("Legacy", "From an older host.",
+                         provenance={"kind": "agent", "sessionId": "s-old"})
+    del legacy["governance"]
+    (new,) = plan_import(empty_store, bundle_bytes(legacy), "project").new
+    assert [r.model_dump(exclude_unset=True) for r in new.governance.sourceRefs] == [
+        {"kind": "session", "id": "s-old"},
+        {"kind": "import", "id": legacy["id"], "contentHash": legacy["contentHash"]},
     ]
 
 
@@ -309,28 +392,32 @@ def test_a_repeated_key_keeps_its_last_value(empty_store: MemoryStore):
     assert [r.title for r in plan.new] == ["Last"]
 
 
-def test_import_into_user_uses_the_acting_users_key(empty_store: MemoryStore):
-    apply_import(empty_store, plan_import(empty_store, BUNDLES / "valid.json", "user"))
+def test_import_into_user_uses_the_acting_users_key(empty_store: MemoryStore, tmp_path: Path):
+    apply_import(empty_store, plan_import(empty_store, bundle_file(tmp_path, "valid.json"),
+                                          "user"))
     records = empty_store.records("user")
     assert {(r.scope, r.scopeKey, r.governance.retention.value) for r in records} == {
         (Scope.USER, "carol", "user-managed")
     }
+    assert_host_valid(empty_store, "user")
 
 
-def test_import_into_a_session_needs_the_session(empty_store: MemoryStore):
+def test_import_into_a_session_needs_the_session(empty_store: MemoryStore, tmp_path: Path):
+    bundle = bundle_file(tmp_path, "valid.json")
     with pytest.raises(StoreError) as info:
-        plan_import(empty_store, BUNDLES / "valid.json", "session")
+        plan_import(empty_store, bundle, "session")
     assert info.value.code == "USAGE"
-    plan = plan_import(empty_store, BUNDLES / "valid.json", "session", session=SESSION)
+    plan = plan_import(empty_store, bundle, "session", session=SESSION)
     apply_import(empty_store, plan)
     (record, *_) = empty_store.records(session=SESSION)
-    assert record.scopeKey == "session-abc|root-xyz"
+    assert record.scopeKey == f"session-abc|{empty_store.paths.root_id}"
     assert record.provenance.sessionId == "session-abc"
     assert record.governance.retention.value == "session-end"
+    assert_host_valid(empty_store, "session", SESSION)
 
 
-def test_import_into_shared_needs_confirmation(empty_store: MemoryStore):
-    plan = plan_import(empty_store, BUNDLES / "valid.json", "shared-project")
+def test_import_into_shared_needs_confirmation(empty_store: MemoryStore, tmp_path: Path):
+    plan = plan_import(empty_store, bundle_file(tmp_path, "valid.json"), "shared-project")
     with pytest.raises(StoreError) as info:
         apply_import(empty_store, plan)
     assert info.value.code == "SHARED_WRITE_UNCONFIRMED"
@@ -340,19 +427,19 @@ def test_import_into_shared_needs_confirmation(empty_store: MemoryStore):
 
 def test_a_batch_past_8_mib_writes_nothing(empty_store: MemoryStore):
     target = empty_store.paths.project_file()
-    big = "x" * (512 * 1024)
+    big = "x" * 60_000  # under the host's 64 KiB of content
     lines = b"".join(
         make_record(
             scope=Scope.PROJECT, scope_key=target.scope_key or "", record_type=RecordType.FACT,
             title=f"big {i}", content=f"{i}{big}", tags=[], origin=Origin.USER_AUTHORED,
             provenance=Provenance(kind=ProvenanceKind.USER), source_refs=[],
         ).to_line()
-        for i in range(15)
+        for i in range(125)
     )
-    assert MAX_STORE_BYTES - 1024 * 1024 < len(lines) < MAX_STORE_BYTES
+    assert MAX_STORE_BYTES - 1024 * 1024 < len(lines) < MAX_STORE_BYTES  # nothing to compact
     target.path.parent.mkdir(parents=True, mode=0o700)
     target.path.write_bytes(lines)
-    data = bundle_bytes(*(record_json(f"r{i}", f"{i}" + "y" * 100_000) for i in range(12)))
+    data = bundle_bytes(*(record_json(f"r{i}", f"{i}" + "y" * 60_000) for i in range(20)))
     plan = plan_import(empty_store, data, "project")
     with pytest.raises(StoreError) as info:
         apply_import(empty_store, plan)
@@ -374,7 +461,7 @@ def test_a_bundle_written_by_hand_in_the_seeds_format(empty_store: MemoryStore):
       "schemaVersion": 1,
       "id": "memory:auto:fact:1a2b3c4d5e6f7a8b:9e8d7c6b5a4f3e2d1c0b9a8f",
       "scope": "session",
-      "scopeKey": "session-abc|root-xyz",
+      "scopeKey": "session-abc|{EXPORTED_FROM}",
       "type": "fact",
       "title": "Session workspace digest (auto)",
       "content": "{digest}",
@@ -420,6 +507,65 @@ def test_a_bundle_written_by_hand_in_the_seeds_format(empty_store: MemoryStore):
 def test_a_byte_order_mark_is_accepted(empty_store: MemoryStore):
     data = b"\xef\xbb\xbf" + bundle_bytes(record_json("A", "a"))
     assert len(plan_import(empty_store, data, "project").new) == 1
+
+
+# ------------------------------------------------------------------------- the host's bundles
+# ../shared/host-corpus/bundles: what the host's own export and import did.
+
+
+def test_our_export_of_the_hosts_store_is_the_hosts_export(tmp_path: Path):
+    dirs = bundle_dirs("source", tmp_path)
+    install_tree(corpus.BUNDLES / "source" / "workspace", dirs.workspace, dirs)
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    out = tmp_path / "ours.json"
+    export_bundle(store, out, scopes=["project"])
+    ours = json.loads(out.read_bytes())["records"]
+    theirs = json.loads(corpus_json("bundles/export-raw.json", dirs)["text"])["records"]
+    # Record for record (governance filled in, computed conflict groups included).
+    assert sorted(ours, key=lambda r: r["id"]) == sorted(theirs, key=lambda r: r["id"])
+
+
+def test_the_hosts_export_imports_here_with_the_hosts_refs(tmp_path: Path):
+    dirs = bundle_dirs("import-own-json-fresh-store", tmp_path)
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    text = corpus_json("bundles/export-raw.json", dirs)["text"]
+    exported = {r["id"]: r for r in json.loads(text)["records"]}
+    plan = plan_import(store, text.encode(), "project")
+    assert (len(plan.new), plan.duplicates, plan.invalid) == (len(exported), [], [])
+    apply_import(store, plan)
+    assert_host_valid(store, "project")
+    for record in store.records("project", include_inactive=True):
+        *theirs, mine = [s.model_dump(exclude_unset=True) for s in record.governance.sourceRefs]
+        original = exported[mine["id"]]
+        assert theirs == original["governance"]["sourceRefs"]
+        assert mine == {"kind": "import", "id": original["id"],
+                        "contentHash": original["contentHash"]}
+
+
+@pytest.mark.parametrize(
+    ("case", "invalid"),
+    [("record with 31 sourceRefs (32 after the import ref)", None),
+     ("record with 32 sourceRefs (33 after the import ref)",
+      "Memory import has too many source references"),
+     ("record id with '/' (becomes an import sourceRef id)",
+      "Memory source reference id is invalid"),
+     ("record without governance (legacy)", None)],
+)
+def test_the_hosts_import_decisions_on_source_refs(
+    empty_store: MemoryStore, tmp_path: Path, case: str, invalid: str | None
+):
+    dirs = bundle_dirs("source", tmp_path)
+    (host,) = [c for c in corpus_json("bundles/index.json", dirs)["importMemoryBundleRefusals"]
+               if c["case"] == case]
+    plan = plan_import(empty_store, host["input"].encode(), "project")
+    if invalid is None:
+        (new,) = plan.new
+        refs = [r.model_dump(exclude_unset=True) for r in new.governance.sourceRefs]
+        assert refs == host["result"]["first"]["governance"]["sourceRefs"]
+    else:
+        assert host["result"]["error"]["message"] == invalid
+        (bad,) = plan.invalid
+        assert bad.reason.startswith(invalid) and plan.new == []
 
 
 # ------------------------------------------------------------------------- bad bundles
@@ -517,10 +663,12 @@ def test_cli_export_then_import(fixture_home: tuple[Path, Path], tmp_path: Path)
 
 def test_cli_lists_invalid_records_and_imports_the_rest(tmp_path: Path):
     home, ws = tmp_path / "h", tmp_path / "w"
-    source = str(BUNDLES / "one-invalid-record.json")
+    source = str(bundle_file(tmp_path, "one-invalid-record.json"))
     done = run_cli(home, ws, "import", source, "--scope", "project")
     assert done.returncode == 0
-    assert "ace970fccddba416a3966023df2d5c05" in done.stderr and "contentHash" in done.stderr
+    assert ("invalid: records[1] (memory:agent:fact:ace970fccddba416a3966023df2d5c05): "
+            "Memory content hash is invalid") in done.stderr
+    assert "imported 1 record(s)" in done.stdout
     strict = run_cli(home, ws, "import", source, "--scope", "user", "--strict")
     assert strict.returncode == 1
     assert strict.stderr.strip().splitlines()[-1].startswith("error[BUNDLE_INVALID]: ")
@@ -537,7 +685,7 @@ def test_cli_bad_bundle_exits_1_and_writes_nothing(tmp_path: Path):
 
 def test_cli_shared_import_needs_yes_shared(tmp_path: Path):
     home, ws = tmp_path / "h", tmp_path / "w"
-    source = str(BUNDLES / "valid.json")
+    source = str(bundle_file(tmp_path, "valid.json"))
     refused = run_cli(home, ws, "import", source, "--scope", "shared")
     assert refused.returncode == 1 and "SHARED_WRITE_UNCONFIRMED" in refused.stderr
     done = run_cli(home, ws, "import", source, "--scope", "shared", "--yes-shared")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -15,10 +16,13 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT, run_cli
+from interop.corpus import root_id, scope_key_sha16, session_file_name, sha256_hex
 
 from dsh_memory_tui.store import MemoryStore
 
 CONVENTION = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
+DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"  # verified
+UUID_ID = re.compile(r"memory:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 SHARED = "memory:user:convention:00633256e25fe71d4fe2c4e12b5eadad"
 BOB_PREF = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
 RECORD_KEYS = {"schemaVersion", "id", "scope", "scopeKey", "type", "title", "content", "tags",
@@ -53,14 +57,27 @@ def project_file(home: Home) -> Path:
     return home[1] / ".dsh/workspace-memory/records.jsonl"
 
 
+def seed_digest_id(home: Home) -> str:
+    """The id of the fixture's session digest (its scope part hashes the copy's rootId)."""
+    sha16 = scope_key_sha16(f"session-abc|{root_id(home[1])}")
+    return f"memory:auto:fact:{sha16}:1899925c2fa2f12bdde45c62"
+
+
+# The host's lock, taken by another process: O_CREAT|O_EXCL, its pid inside, unlinked after.
+_HOLD_LOCK = """import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+os.write(fd, f"{os.getpid()}\\n".encode()); os.close(fd)
+print("locked", flush=True)
+sys.stdin.readline()
+os.unlink(sys.argv[1])
+"""
+
+
 @contextmanager
 def lock_held_elsewhere(lock_path: Path) -> Iterator[None]:
-    """Another process holds ``lock_path`` (a FileLock) until the block ends."""
-    code = ("import sys\nfrom filelock import FileLock\nwith FileLock(sys.argv[1]):\n"
-            "    print('locked', flush=True)\n    sys.stdin.readline()\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(lock_path)], text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    """Another process holds ``lock_path`` the host's way until the block ends."""
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(lock_path)], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], 20)
@@ -70,6 +87,7 @@ def lock_held_elsewhere(lock_path: Path) -> Iterator[None]:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(20)
+    assert not lock_path.exists()
 
 
 # ---------------------------------------------------------------- reading
@@ -91,18 +109,23 @@ def test_list_json_is_exactly_the_record_objects(fixture_home: Home) -> None:
     assert all(set(r) >= RECORD_KEYS and r["schemaVersion"] == 1 for r in records)
     assert all(r["id"] != BOB_PREF for r in records)
     legacy = next(r for r in records if r["id"].endswith("a83c546dbc4d13dcd6c93f01a9f18630"))
-    assert legacy["governance"]["origin"] == "model-suggested"
+    assert legacy["governance"]["origin"] == "derived"  # the host's default for an agent's
     project = json.loads(ok(fixture_home, "list", "--scope", "project", "--json"))
     assert {r["scope"] for r in project} == {"project"} and len(project) == 4
 
 
 def test_list_all_sessions_or_one(fixture_home: Home) -> None:
     every = json.loads(ok(fixture_home, "list", "--scope", "session", "--json"))
+    # --root defaults to the workspace's rootId: the fixture session's root.
     one = json.loads(ok(fixture_home, "list", "--scope", "session", "--session", "session-abc",
-                        "--root", "root-xyz", "--json"))
-    assert every == one and len(one) == 1
-    assert json.loads(ok(fixture_home, "list", "--scope", "session", "--session", "nope",
-                         "--root", "none", "--json")) == []
+                        "--json"))
+    explicit = json.loads(ok(fixture_home, "list", "--scope", "session", "--session",
+                             "session-abc", "--root", root_id(fixture_home[1]), "--json"))
+    assert every == one == explicit and len(one) == 1
+    assert one[0]["scopeKey"] == f"session-abc|{root_id(fixture_home[1])}"
+    assert json.loads(ok(fixture_home, "list", "--session", "session-abc", "--json")) == one
+    for other in (("--session", "nope"), ("--session", "session-abc", "--root", "root:other")):
+        assert json.loads(ok(fixture_home, "list", "--scope", "session", *other, "--json")) == []
 
 
 def test_list_all_includes_archived(fixture_home: Home) -> None:
@@ -120,6 +143,20 @@ def test_show_prints_the_record_and_its_history(fixture_home: Home) -> None:
     assert one["governance"]["revision"] == 2
     history = json.loads(ok(fixture_home, "show", decision, "--history", "--json"))
     assert [h["governance"]["revision"] for h in history] == [1, 2]
+
+
+def test_history_names_merged_refs_and_pins(fixture_home: Home) -> None:
+    propose = ("propose", "--scope", "user", "--type", "fact", "--title", "Port",
+               "--content", "The API listens on 8080.")
+    record_id = last_line(ok(fixture_home, *propose, "--source-ref", "session:s1"))
+    assert last_line(ok(fixture_home, *propose, "--source-ref", "session:s2")) == record_id
+    for action in ("verify", "pin", "unpin"):
+        ok(fixture_home, action, record_id)
+    lines = ok(fixture_home, "show", record_id, "--history").split("history:\n")[1].splitlines()
+    assert [line.split("  ")[-1] for line in lines] == [
+        "created", "1 source ref added", "verification: unverified -> verified", "pinned",
+        "unpinned",
+    ]
 
 
 def test_dsh_home_and_dsh_user_id_come_from_the_environment(fixture_home: Home) -> None:
@@ -140,17 +177,26 @@ def test_a_write_prints_the_id_alone_on_the_last_line(fixture_home: Home) -> Non
     out = ok(fixture_home, "create", "--scope", "project", "--type", "decision", "--title", "T",
              "--content", "Body", "--tag", "x")
     record_id = last_line(out)
-    assert record_id.startswith("memory:user:decision:")
+    assert UUID_ID.fullmatch(record_id)  # the host's ids: memory:<uuid4>
     shown = json.loads(ok(fixture_home, "show", record_id, "--json"))
     assert (shown["title"], shown["tags"]) == ("T", ["x"])
     again = ok(fixture_home, "propose", "--scope", "project", "--type", "decision", "--title",
                "other", "--content", "Body", "--source-ref", "session:s1")
-    assert last_line(again) == record_id  # idempotent merge: the existing id
-    for args in (("verify", record_id, "--reason", "fine"), ("reject", record_id),
-                 ("restore", record_id), ("archive", record_id), ("restore", record_id),
-                 ("edit", record_id, "--base-revision", "6", "--title", "T2"),
-                 ("forget", record_id)):
-        assert last_line(ok(fixture_home, *args)) == record_id
+    assert last_line(again) == record_id  # merged into the existing record: its id
+    same = ok(fixture_home, "propose", "--scope", "project", "--type", "decision", "--title",
+              "other", "--content", "Body", "--source-ref", "session:s1")
+    assert last_line(same) == record_id and "nothing written" in same  # no new ref: no line
+    # Each transition the host allows from where the one before left the record.
+    for args in (("verify", record_id, "--reason", "fine"), ("pin", record_id),
+                 ("archive", record_id), ("restore", record_id),
+                 ("edit", record_id, "--base-revision", "6", "--title", "T2"),  # -> stale
+                 ("reverify", record_id, "--reason", "still true"), ("pin", record_id),
+                 ("unpin", record_id), ("forget", record_id)):
+        assert last_line(ok(fixture_home, *args)) == record_id, args
+    history = json.loads(ok(fixture_home, "show", record_id, "--history", "--json"))
+    assert [h["governance"]["revision"] for h in history] == [11]  # forget erased the rest
+    rejected = last_line(ok(fixture_home, "reject", CONVENTION, "--reason", "not ours"))
+    assert rejected == CONVENTION
 
 
 def test_propose_takes_source_refs(fixture_home: Home) -> None:
@@ -165,18 +211,33 @@ def test_propose_takes_source_refs(fixture_home: Home) -> None:
 
 def test_copy_prints_the_new_id(fixture_home: Home) -> None:
     new_id = last_line(ok(fixture_home, "copy", CONVENTION, "--to-scope", "user"))
+    assert UUID_ID.fullmatch(new_id)
     copied = json.loads(ok(fixture_home, "show", new_id, "--json"))
-    assert copied["scope"] == "user"
-    assert copied["governance"]["sourceRefs"][-1] == {"kind": "record", "id": CONVENTION}
+    original = json.loads(ok(fixture_home, "show", CONVENTION, "--json"))
+    assert copied["scope"] == "user" and copied["scopeKey"] == "alice"
+    assert copied["governance"]["sourceRefs"] == [
+        *original["governance"]["sourceRefs"],
+        {"kind": "import", "id": CONVENTION, "contentHash": original["contentHash"]},
+    ]
 
 
-def test_a_session_write_needs_session_and_root(fixture_home: Home) -> None:
-    result = cli(fixture_home, "create", "--scope", "session", "--type", "fact", "--title", "t",
-                 "--content", "c")
-    assert result.returncode == 2
-    out = ok(fixture_home, "create", "--scope", "session", "--type", "fact", "--title", "t",
-             "--content", "c", "--session", "s1", "--root", "r1")
-    assert last_line(out).startswith("memory:user:fact:")
+def test_a_session_write_needs_a_session_whose_root_defaults_to_the_workspace(
+    fixture_home: Home,
+) -> None:
+    home, workspace = fixture_home
+    new = ("create", "--scope", "session", "--type", "fact", "--title", "t", "--content", "c")
+    for args in ((), ("--root", root_id(workspace))):  # no session; a root without a session
+        result = cli(fixture_home, *new, *args)
+        assert result.returncode == 2, result.stderr
+        assert "--session" in result.stderr and "Traceback" not in result.stderr
+    sessions = home / "workspace-memory" / "sessions"
+    record_id = last_line(ok(fixture_home, *new, "--session", "s1"))
+    record = json.loads(ok(fixture_home, "show", record_id, "--json"))
+    assert record["scopeKey"] == f"s1|{root_id(workspace)}"
+    assert (sessions / session_file_name("s1", root_id(workspace))).is_file()
+    other = last_line(ok(fixture_home, *new[:-1], "c2", "--session", "s1", "--root", "root:r1"))
+    assert json.loads(ok(fixture_home, "show", other, "--json"))["scopeKey"] == "s1|root:r1"
+    assert (sessions / (sha256_hex("s1|root:r1")[:32] + ".jsonl")).is_file()
 
 
 def test_a_shared_write_needs_yes_shared(fixture_home: Home) -> None:
@@ -207,12 +268,31 @@ def test_a_stale_edit_is_a_revision_conflict(fixture_home: Home) -> None:
     [(("show", "memory:user:fact:" + "0" * 32), "NOT_FOUND"),
      (("edit", "memory:agent:fact:0f0e0d0c0b0a09080706050403020100", "--base-revision", "1",
        "--title", "x"), "READ_ONLY_RECORD"),
-     (("edit", "memory:auto:fact:e7e26cdefa2414a7:1899925c2fa2f12bdde45c62",
-       "--base-revision", "1", "--title", "x"), "READ_ONLY_SCOPE")],
+     (("edit", "SEED_DIGEST", "--base-revision", "1", "--title", "x"), "READ_ONLY_SCOPE"),
+     # The host's transitions: verify only from unverified, reverify only from stale, pin only
+     # a verified record, restore only an archived one.
+     (("verify", DECISION), "INVALID_TRANSITION"),
+     (("reject", DECISION), "INVALID_TRANSITION"),
+     (("reverify", DECISION), "INVALID_TRANSITION"),
+     (("pin", CONVENTION), "INVALID_TRANSITION"),
+     (("restore", CONVENTION), "INVALID_TRANSITION")],
 )
 def test_store_errors_exit_1_with_one_line_on_stderr(fixture_home: Home, args: tuple[str, ...],
                                                      code: str) -> None:
-    fails(fixture_home, *args, code=code)
+    args = tuple(seed_digest_id(fixture_home) if a == "SEED_DIGEST" else a for a in args)
+    before = project_file(fixture_home).read_bytes()
+    result = fails(fixture_home, *args, code=code)
+    assert result.stdout == ""
+    assert project_file(fixture_home).read_bytes() == before
+
+
+def test_a_repeated_verify_is_a_refused_transition(fixture_home: Home) -> None:
+    ok(fixture_home, "verify", CONVENTION)
+    result = fails(fixture_home, "verify", CONVENTION, code="INVALID_TRANSITION")
+    assert "unverified" in result.stderr
+    shown = json.loads(ok(fixture_home, "show", CONVENTION, "--json"))
+    assert (shown["governance"]["verification"], shown["governance"]["revision"]) == (
+        "verified", 2)
 
 
 @pytest.mark.parametrize(
@@ -224,7 +304,8 @@ def test_store_errors_exit_1_with_one_line_on_stderr(fixture_home: Home, args: t
      ("edit", CONVENTION, "--base-revision", "one", "--title", "x"),
      ("propose", "--scope", "project", "--type", "fact", "--title", "t", "--content", "c",
       "--source-ref", "no-colon"),
-     ("list", "--session", "s-without-root")],
+     ("list", "--root", "root:without-a-session"),
+     ("export", "--out", "x.json", "--root", "root:without-a-session")],
 )
 def test_usage_errors_exit_2(fixture_home: Home, args: tuple[str, ...]) -> None:
     result = cli(fixture_home, *args)
@@ -258,11 +339,69 @@ def test_check_lists_problems_with_file_and_line_and_repairs_them(fixture_home: 
     assert result.returncode == 1
     path = project_file(fixture_home)
     assert f"{path}:7: corrupt: " in result.stdout
-    assert f"{path}:8: corrupt: contentHash does not match" in result.stdout
+    assert f"{path}:8: corrupt: Memory content hash is invalid" in result.stdout
     assert "newer schema" in result.stdout
     repaired = cli(fixture_home, "check", "--repair")
     assert repaired.returncode == 0, repaired.stdout
     assert "(repaired)" in repaired.stdout
+    assert cli(fixture_home, "check").returncode == 0
+
+
+def _old_line(record_id: str, scope: str, scope_key: str, **over: object) -> bytes:
+    """A record as an earlier dsh-memory wrote it (a path scopeKey, a `record` sourceRef)."""
+    content = f"Written by an earlier dsh-memory as {record_id}."
+    record = {
+        "schemaVersion": 1, "id": record_id, "scope": scope, "scopeKey": scope_key,
+        "type": "fact", "title": "From an earlier dsh-memory", "content": content, "tags": [],
+        "provenance": {"kind": "user"}, "createdAt": 1764000000000,
+        "updatedAt": 1764000000000, "useCount": 0, "contentHash": "sha256:" + sha256_hex(content),
+        "status": "active",
+        "governance": {"origin": "user-authored", "sourceRefs": [], "verification": "unverified",
+                       "revision": 1, "retention": "project-delete"},
+        **over,
+    }
+    return json.dumps(record).encode() + b"\n"
+
+
+def test_check_lists_what_an_earlier_version_wrote_as_migratable_and_repairs_it(
+    fixture_home: Home,
+) -> None:
+    home, workspace = fixture_home
+    root = root_id(workspace)
+    assert cli(fixture_home, "check", "--repair").returncode == 0  # the fixture's own problems
+    path = project_file(fixture_home)
+    line_no = path.read_bytes().count(b"\n") + 1
+    old_id = "memory:user:fact:" + "1" * 32
+    governance = {"origin": "user-authored", "verification": "unverified", "revision": 1,
+                  "retention": "project-delete",
+                  "sourceRefs": [{"kind": "record", "id": CONVENTION}]}
+    with path.open("ab") as f:
+        f.write(_old_line(old_id, "project", os.path.realpath(workspace), governance=governance))
+    # An old session file: named by the full sha256 of its scopeKey.
+    sessions = home / "workspace-memory" / "sessions"
+    old_session = sessions / (sha256_hex(f"s-old|{root}") + ".jsonl")
+    session_id = "memory:user:fact:" + "2" * 32
+    old_session.write_bytes(_old_line(session_id, "session", f"s-old|{root}",
+                                      provenance={"kind": "user", "sessionId": "s-old"}))
+    os.chmod(old_session, 0o600)
+    assert old_id not in ok(fixture_home, "list", "--json")  # the host does not see it either
+
+    found = cli(fixture_home, "check")
+    assert found.returncode == 1, found.stdout
+    assert f"{path}:{line_no}: migratable: " in found.stdout
+    assert f"{old_session}: migratable: " in found.stdout
+    assert ": corrupt: " not in found.stdout
+
+    repaired = cli(fixture_home, "check", "--repair")
+    assert repaired.returncode == 0, repaired.stdout
+    assert repaired.stdout.count("(repaired)") == 2
+    record = json.loads(ok(fixture_home, "show", old_id, "--json"))
+    assert record["scopeKey"] == root
+    assert record["governance"]["sourceRefs"] == [{"kind": "import", "id": CONVENTION}]
+    assert not old_session.exists()
+    assert (sessions / session_file_name("s-old", root)).is_file()
+    assert [r["id"] for r in json.loads(ok(fixture_home, "list", "--session", "s-old",
+                                           "--json"))] == [session_id]
     assert cli(fixture_home, "check").returncode == 0
 
 
@@ -283,8 +422,10 @@ def test_check_tells_a_torn_tail_from_a_write_in_progress(fixture_home: Home) ->
     fixed = cli(fixture_home, "check", "--repair")
     assert fixed.returncode == 0
     assert path.read_bytes().endswith(b"\n")
-    assert path.with_name("records.jsonl.corrupt").read_bytes().endswith(
-        b'{"schemaVersion":1,"id":"memory:agent:fact:half\n')
+    # Quarantined as the host writes it: {"line", "capturedAt", "raw"} per line.
+    entry = json.loads(path.with_name("records.jsonl.corrupt").read_bytes().splitlines()[-1])
+    assert set(entry) == {"line", "capturedAt", "raw"}
+    assert (entry["line"], entry["raw"]) == (7, '{"schemaVersion":1,"id":"memory:agent:fact:half\n')
     assert cli(fixture_home, "check").returncode == 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -56,9 +57,11 @@ def test_proposals_and_imports_wait_for_review(alice: MemoryStore) -> None:
     assert {r.scope for r in proposals} >= {Scope.PROJECT, Scope.SHARED, Scope.USER}
     assert len(imported) == 2
     for record in imported:
-        assert record.id.startswith("memory:import:")
-        kinds = [ref.kind for ref in record.governance.sourceRefs]
-        assert kinds == ["bundle", "record"]
+        assert re.fullmatch(r"memory:import:[0-9a-f-]{36}", record.id)  # as an import makes
+        # The original record, named with a kind the host allows.
+        (ref,) = record.governance.sourceRefs
+        assert (ref.kind, ref.contentHash) == ("import", record.contentHash)
+        assert ref.id.startswith("memory:") and ref.id != record.id
 
 
 def test_shared_project_records(alice: MemoryStore) -> None:
