@@ -44,7 +44,8 @@ def refusal(record: Record, action: Action, now: int) -> str | None:
     if record.status is Status.FORGOTTEN and action is not Action.UNPIN:
         return "a forgotten record can only stay forgotten"
     if action in (Action.VERIFY, Action.REJECT) and g.verification is not Verification.UNVERIFIED:
-        return f"only unverified memory can be {action.value}ed; this one is {g.verification.value}"
+        done = "verified" if action is Action.VERIFY else "rejected"
+        return f"only unverified memory can be {done}; this one is {g.verification.value}"
     if action is Action.REVERIFY and g.verification is not Verification.STALE:
         return f"only stale memory can be re-verified; this one is {g.verification.value}"
     if action is Action.STALE and g.verification is not Verification.VERIFIED:

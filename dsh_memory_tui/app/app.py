@@ -18,8 +18,9 @@ from textual.widgets import Footer, Input, Static, Tab, TabbedContent, TabPane
 
 from ..errors import StoreError
 from ..jsonl import ensure_dir, read_file
-from ..model import Record, Scope, Status
+from ..model import Record, Scope, Status, Verification
 from ..store import Action, FileView, MemoryStore
+from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane, TabSpec
 from .screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
 from .screens.form import FormResult, RecordForm
@@ -28,8 +29,14 @@ from .widgets.record_table import RecordTable
 EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 DETAIL_DELAY_S = 0.06
 WIDE_FROM = 140  # columns from which the detail pane sits beside the table
-WRITE_ACTIONS = {"verify", "reject", "archive", "restore", "forget", "edit", "copy"}
+WRITE_ACTIONS = {
+    "verify", "reject", "reverify", "pin", "archive", "restore", "forget", "edit", "copy",
+}
 _WRITE_ACTIONS_IN_ORDER = tuple(sorted(WRITE_ACTIONS))
+
+# What a sync compares per file: epoch, lines applied, corrupt, read-only, foreign, newer-schema.
+Mark = tuple[int, int, int, bool, int, int]
+
 
 class Key(NamedTuple):
     """One app action: its key, the footer/palette label, and the help screen's line."""
@@ -50,11 +57,14 @@ ACTIONS: list[Key] = [
     Key("v", "verify", "Verify", "verify the selected (or marked) records"),
     Key("x", "reject", "Reject", "reject, with an optional reason"),
     Key("n", "new", "New", "new record (project, shared-project or user)"),
-    Key("e", "edit", "Edit", "edit: keeps the id, bumps the revision"),
+    Key("e", "edit", "Edit", "edit: keeps the id; a verified record becomes stale"),
     Key("a", "archive", "Archive", "archive"),
     Key("u", "restore", "Restore", "restore an archived record"),
     Key("f", "forget", "Forget", "forget: erase title and content for good (asks first)"),
     Key("c", "copy", "Copy to scope", "copy to another scope (says who will see it)"),
+    # After the keys the footer showed before them: at 80 columns it shows what fits.
+    Key("R", "reverify", "Reverify", "re-verify a stale record (edited or expired since)"),
+    Key("p", "pin", "Pin/unpin", "pin a verified record (the agent sees it first), or unpin"),
     Key("slash", "filter", "Filter", "filter: words, type:, status:, origin:, verification:, tag:"),
     Key("E", "export", "Export", "export a bundle"),
     Key("I", "import", "Import", "import a bundle (shows the plan before writing)"),
@@ -69,7 +79,7 @@ ACTIONS: list[Key] = [
 
 # Keys that are not app actions (the table's, the tabs', Textual's), for the help screen.
 OTHER_KEYS = [
-    ("space", "mark a row; v, x and a then act on every marked row"),
+    ("space", "mark a row; v, x, R, p and a then act on every marked row"),
     ("tab / escape", "into the detail pane to scroll a long record / back to the table"),
     ("1-5", "Review, Session, Project, Shared, User"),
     ("ctrl+p", "command palette: every action"),
@@ -114,7 +124,7 @@ class MemoryApp(App[None]):
         self._unannounced = 0
         self._announce_timer: Timer | None = None
         self._status_text = ""
-        self._seen: dict[Path, tuple[int, int, int, bool]] = {}
+        self._seen: dict[Path, Mark] = {}
         self.watch_mode = "off"
         self.sync_count = 0
 
@@ -124,7 +134,7 @@ class MemoryApp(App[None]):
         with TabbedContent(id="tabs", initial=self.initial_tab):
             for spec in TABS:
                 with TabPane(spec.title, id=spec.id):
-                    pane = RecordPane(spec, self._belongs(spec))
+                    pane = RecordPane(spec, self._belongs(spec), self.store.paths.root_id)
                     pane.visible = spec.id == self.initial_tab
                     yield pane
         yield Static("", id="status-line")
@@ -186,8 +196,10 @@ class MemoryApp(App[None]):
             self._after_sync()
 
     @staticmethod
-    def _mark(view: FileView) -> tuple[int, int, int, bool]:
-        return (view.epoch, len(view.applied), len(view.corrupt), view.read_only)
+    def _mark(view: FileView) -> Mark:
+        # Epoch and applied first (``sync`` reads them); the rest change only a banner.
+        return (view.epoch, len(view.applied), len(view.corrupt), view.read_only,
+                view.other_profile_lines, len(view.future))
 
     def schedule_sync(self) -> None:
         """Coalesce a burst of file events into one sync per frame."""
@@ -270,11 +282,13 @@ class MemoryApp(App[None]):
                                                   self._flush_announcements)
 
     def _session_groups(self) -> dict[str, str]:
+        """Record id -> the group key of its session file: the file's scopeKey
+        (``<sessionId>|<rootId>``)."""
         groups: dict[str, str] = {}
         for view in self.store.views(Scope.SESSION, refresh=False):
-            label = view.scope_key or view.path.stem[:16]
+            key = _group_key(view)
             for rid in view.current:
-                groups[rid] = label
+                groups[rid] = key
         return groups
 
     def _after_sync(self) -> None:
@@ -305,6 +319,7 @@ class MemoryApp(App[None]):
                     f"⚠ {len(view.corrupt)} corrupt line(s) skipped in {name}; the next write "
                     f"moves them to {view.safe.corrupt_path.name}"
                 )
+            lines += self._foreign_notes(view)
             quarantined = _count_lines(view.safe.corrupt_path)
             if quarantined:
                 lines.append(
@@ -315,6 +330,27 @@ class MemoryApp(App[None]):
                     f"ⓘ {len(view.future)} line(s) in {name} from a newer schema: kept, read-only"
                 )
         return "\n".join(lines)
+
+    def _foreign_notes(self, view: FileView) -> list[str]:
+        """Lines of a project file keyed to another workspace are never shown (the host's
+        rule): say so, or a moved project would look empty. (Other users' lines in
+        user.jsonl are the normal case and stay unmentioned.)
+        """
+        if not view.foreign or view.scope not in (Scope.PROJECT, Scope.SHARED):
+            return []
+        ws = self.store.paths.workspace
+        old_keys = {str(ws), os.path.realpath(ws)}  # what an earlier dsh-memory wrote
+        ours = sum(n for key, n in view.foreign.items() if key in old_keys)
+        others = view.other_profile_lines - ours
+        name = view.path.name
+        notes = []
+        if ours:
+            notes.append(f"ⓘ {ours} line(s) in {name} keyed by this workspace's path (an earlier "
+                         "dsh-memory): not shown; `dsh-memory check --repair` migrates them")
+        if others:
+            notes.append(f"ⓘ {others} line(s) in {name} belong to another workspace (a moved or "
+                         "copied project?): kept, not shown")
+        return notes
 
     def _status(self) -> None:
         paths = self.store.paths
@@ -419,10 +455,13 @@ class MemoryApp(App[None]):
     def _show_detail(self, pane: RecordPane) -> None:
         key = pane.table.cursor_key
         if key and key.startswith(GROUP_PREFIX):
-            label = key[len(GROUP_PREFIX):]
+            group = key[len(GROUP_PREFIX):]
             views = [v for v in self.store.views(Scope.SESSION, refresh=False)
-                     if (v.scope_key or v.path.stem[:16]) == label]
-            lines = [f"session|root  {label}"]
+                     if _group_key(v) == group]
+            session_id, root = split_session_key(group)
+            lines = [f"session       {session_id}"]
+            if root is not None:
+                lines.append(f"workspace     {root_label(root, self.store.paths.root_id)}")
             for view in views:
                 lines += [f"file          sessions/{view.path.name}",
                           f"records       {len(view.current)} (read-only review material; "
@@ -513,8 +552,10 @@ class MemoryApp(App[None]):
             try:
                 write(confirmed)
             except StoreError as exc:
-                self.notify(exc.message, title=f"error[{exc.code}]", severity="error",
-                            timeout=8)
+                # A refused transition is the record's state, not a failure of the store.
+                severity = "warning" if exc.code == "INVALID_TRANSITION" else "error"
+                self.notify(exc.message, title=f"error[{exc.code}]",
+                            severity=severity, timeout=8)
             else:
                 if done:
                     self.notify(done)
@@ -525,8 +566,13 @@ class MemoryApp(App[None]):
         else:
             go(False)
 
-    def _review(self, action: Action, reason: str | None = None) -> None:
-        records = self.targets()
+    def _review(
+        self, action: Action, reason: str | None = None, records: list[Record] | None = None
+    ) -> None:
+        """One governance action on the marked rows (else the cursor's). What the host's rules
+        refuse (``INVALID_TRANSITION``) is said in one line; a batch writes the rest.
+        """
+        records = self.targets() if records is None else records
         if not records:
             return
         pane = self.active_pane
@@ -534,21 +580,45 @@ class MemoryApp(App[None]):
         def write(confirmed: bool) -> None:
             if len(records) == 1:
                 r = records[0]
-                self.store.apply(action, r.id, reason=reason, base_revision=r.governance.revision,
-                                 confirm_shared=confirmed)
+                try:
+                    self.store.apply(action, r.id, reason=reason,
+                                     base_revision=r.governance.revision,
+                                     confirm_shared=confirmed)
+                except StoreError as exc:
+                    raise _with_hint(exc, action, r) from None
             else:
-                self.store.apply_many(action, [r.id for r in records], reason=reason,
-                                      confirm_shared=confirmed)
+                written, skipped = self.store.apply_many_report(
+                    action, [r.id for r in records], reason=reason, confirm_shared=confirmed)
+                self._batch_done(action, len(written), skipped)
             pane.table.clear_marks()
 
         # A single review action shows itself in the table; a toast per key press would cost
-        # more than the write. A batch says how many it changed.
-        n = len(records)
-        done = f"{action.value}: {n} records" if n > 1 else None
-        self.run_write([r.scope for r in records], write, done)
+        # more than the write. A batch says how many it changed (and skipped).
+        self.run_write([r.scope for r in records], write)
+
+    def _batch_done(self, action: Action, written: int, skipped: list[tuple[str, str]]) -> None:
+        text = f"{action.value}: {written} record{'s' if written != 1 else ''}"
+        if not skipped:
+            self.notify(text)
+            return
+        why = skipped[0][1] + ("; …" if len(skipped) > 1 else "")
+        self.notify(f"{text}; {len(skipped)} skipped ({why})", title="Skipped",
+                    severity="warning", timeout=8)
 
     def action_verify(self) -> None:
         self._review(Action.VERIFY)
+
+    def action_reverify(self) -> None:
+        self._review(Action.REVERIFY)
+
+    def action_pin(self) -> None:
+        """Unpin when every target is pinned; else pin the ones that are not."""
+        records = self.targets()
+        unpinned = [r for r in records if r.governance.pinnedAt is None]
+        if unpinned:
+            self._review(Action.PIN, records=unpinned)
+        else:
+            self._review(Action.UNPIN, records=records)
 
     def action_archive(self) -> None:
         self._review(Action.ARCHIVE)
@@ -596,23 +666,26 @@ class MemoryApp(App[None]):
     def _save_form(self, result: FormResult, done: Callable[[str], None]) -> None:
         """The form's saver: raises StoreError for the form to show (conflicts included)."""
 
-        def write(confirmed: bool) -> str:
+        def write(confirmed: bool) -> tuple[str, bool]:
             if result.record_id is None:
-                return self.store.create(
+                made = self.store.create(
                     result.scope, result.record_type, result.title, result.content,
                     result.tags, confirm_shared=confirmed,
-                ).id
+                )
+                return made.id, made.written
             assert result.base_revision is not None
             return self.store.edit(
                 result.record_id, result.base_revision, title=result.title,
                 content=result.content, record_type=result.record_type, tags=result.tags,
                 confirm_shared=confirmed,
-            ).id
+            ).id, True
 
         def finish(confirmed: bool) -> None:
-            rid = write(confirmed)
+            rid, written = write(confirmed)
             self.sync()
-            self.notify(f"saved {rid}")
+            # The host's merge: a new record with the content of an existing one is that one.
+            self.notify(f"saved {rid}" if written else
+                        f"already recorded as {rid} (same type and content): nothing written")
             done(rid)
 
         if result.scope is Scope.SHARED:
@@ -662,12 +735,17 @@ class MemoryApp(App[None]):
         paths = {s: str(self.store.file_for(s).path) for s in targets}
 
         def chosen(scope: Scope | None) -> None:
-            if scope is not None:
-                self.run_write(
-                    [scope],
-                    lambda c: self.store.copy(record.id, scope, confirm_shared=c),
-                    f"copied to {scope.value}",
-                )
+            if scope is None:
+                return
+
+            def write(confirmed: bool) -> None:
+                result = self.store.copy(record.id, scope, confirm_shared=confirmed)
+                if result.written:
+                    self.notify(f"copied to {scope.value}")
+                else:  # the host's merge: that content is there already, with this source
+                    self.notify(f"already in {scope.value} as {result.id}: nothing written")
+
+            self.run_write([scope], write)
 
         self.push_screen(CopyDialog(record.title, targets, paths), chosen)
 
@@ -744,6 +822,19 @@ class MemoryApp(App[None]):
                                 getattr(self, f"action_{k.action}"))
 
 
+def _with_hint(exc: StoreError, action: Action, record: Record) -> StoreError:
+    """A refused verify of a stale record says which key does it."""
+    if (exc.code == "INVALID_TRANSITION" and action is Action.VERIFY
+            and record.governance.verification is Verification.STALE):
+        return StoreError(exc.code, f"{exc.message}; R re-verifies a stale record")
+    return exc
+
+
+def _group_key(view: FileView) -> str:
+    """A session file's group on the Session tab: its scopeKey (its name until it is known)."""
+    return view.scope_key or view.path.stem[:16]
+
+
 _corrupt_counts: dict[Path, tuple[tuple[int, int], int]] = {}
 
 
@@ -761,7 +852,8 @@ def _count_lines(path: Path) -> int:
         got = read_file(path)
     except StoreError:
         return 0
-    count = got[1].count(b"\n") if got else 0
+    # One JSON entry per line (the host's format); a last entry without its newline counts.
+    count = sum(1 for line in got[1].split(b"\n") if line.strip()) if got else 0
     _corrupt_counts[path] = (stamp, count)
     return count
 

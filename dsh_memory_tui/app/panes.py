@@ -12,6 +12,7 @@ from textual.widgets import Input, Static
 
 from ..model import Record, Scope, Status
 from ..present import SHORT_ORIGIN, when
+from .labels import session_label
 from .widgets.detail import DetailPane
 from .widgets.record_table import Column, RecordTable, Row
 
@@ -122,14 +123,18 @@ class RecordPane(Vertical):
     so a filter change or an incremental update never goes back to the store.
     """
 
-    def __init__(self, spec: TabSpec, belongs: Callable[[Record], bool]) -> None:
+    def __init__(
+        self, spec: TabSpec, belongs: Callable[[Record], bool], root_id: str = ""
+    ) -> None:
         super().__init__(id=f"pane-{spec.id}", classes="record-pane")
         self.spec = spec
         self.belongs = belongs
+        self.root_id = root_id  # the workspace's rootId: shown as "this workspace"
         self.records: dict[str, Record] = {}
         self._rows: dict[str, tuple[Record, Row]] = {}
         self.filter = RecordFilter()
-        self.groups: dict[str, str] = {}  # record id -> session group label (Session tab)
+        # record id -> its session file's group key (the scopeKey), on the Session tab
+        self.groups: dict[str, str] = {}
         # Only the visible tab keeps its table current; the others render when first shown.
         self.visible = spec.id == "review"
         self.stale = False
@@ -148,7 +153,7 @@ class RecordPane(Vertical):
                 "Nothing waiting for review" if self.spec.scope is None else "No records"
             )
             yield table
-            yield DetailPane(classes="detail", id=f"detail-{self.spec.id}")
+            yield DetailPane(self.root_id, classes="detail", id=f"detail-{self.spec.id}")
 
     @property
     def table(self) -> RecordTable:
@@ -195,9 +200,10 @@ class RecordPane(Vertical):
         for r in visible:
             by_group.setdefault(self.groups.get(r.id, r.scopeKey), []).append(r)
         rows: list[Row] = []
-        for label in sorted(by_group):
-            members = _newest_first(by_group[label])
-            rows.append(Row(f"{GROUP_PREFIX}{label}",
+        for key in sorted(by_group):
+            members = _newest_first(by_group[key])
+            label = session_label(key, self.root_id, short=True)
+            rows.append(Row(f"{GROUP_PREFIX}{key}",
                             ("session", f"{label}  ({len(members)})", "", "", "", "", ""),
                             dim=True))
             rows.extend(self._row(r) for r in members)

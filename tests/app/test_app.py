@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from .helpers import (
 
 PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"  # "Run ruff..."
 PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
+PYTEST = "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab"  # alice's, user scope
+LEGACY = "memory:agent:fact:a83c546dbc4d13dcd6c93f01a9f18630"  # an agent's, no governance
 DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
 SHARED = "memory:user:convention:00633256e25fe71d4fe2c4e12b5eadad"
 BOB = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
@@ -42,9 +45,17 @@ async def test_review_queue_lists_waiting_proposals_with_a_count(fixture_home):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         keys = table_keys(app, "review")
-        assert PROPOSAL in keys and PATHLIB in keys
+        assert set(keys) == {PROPOSAL, PATHLIB, PYTEST}
         assert DECISION not in keys  # user-authored and verified: not a proposal
-        assert "Review (4)" in screen_text(app)
+        # An agent's record without governance reads as derived (the host's defaults): it
+        # waits only when derived records are shown too.
+        assert LEGACY not in keys
+        assert "Review (3)" in screen_text(app)
+        await pilot.press("D")
+        await wait_for(pilot, lambda: LEGACY in table_keys(app, "review"), what="derived shown")
+        derived = set(table_keys(app, "review")) - {PROPOSAL, PATHLIB, PYTEST}
+        assert len(derived) == 2  # the legacy record and the session's auto-written digest
+        assert "Review (5)" in screen_text(app)
 
 
 async def test_second_users_records_never_appear(fixture_home):
@@ -64,10 +75,89 @@ async def test_verify_key_verifies_the_cursor_record(fixture_home):
         app.pane("review").table.move_cursor_to_key(PROPOSAL)
         await pilot.press("v")
         await wait_for(pilot, lambda: PROPOSAL not in table_keys(app, "review"))
-        assert "Review (3)" in screen_text(app)
+        assert "Review (2)" in screen_text(app)
     record = current(home, ws, PROPOSAL)
     assert record.governance.verification is Verification.VERIFIED
+    assert record.governance.verifiedBy == "user"  # the host's actor for a human verify
     assert record.governance.reviewedBy == "alice"
+
+
+async def test_a_refused_verify_is_one_line_and_writes_nothing(fixture_home):
+    home, ws = fixture_home
+    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
+    before = data.read_bytes()
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", DECISION)  # verified already
+        await pilot.press("v")
+        await wait_for(pilot, lambda: app._notifications, what="the notification")
+        [note] = list(app._notifications)
+        assert note.title == "error[INVALID_TRANSITION]"
+        assert "\n" not in note.message and DECISION in note.message
+        assert "verified" in note.message
+        assert app.is_running and app.screen is app.screen_stack[0]
+        await pilot.press("down")  # the app still answers
+    assert data.read_bytes() == before
+
+
+async def test_a_batch_writes_what_the_rules_allow_and_says_what_it_skipped(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", DECISION)  # verified: refused
+        table = app.pane("project").table
+        table.toggle_mark()
+        table.move_cursor_to_key(PROPOSAL)  # unverified: verified
+        table.toggle_mark()
+        await pilot.press("v")
+        await wait_for(pilot, lambda: app._notifications, what="the notification")
+        [note] = list(app._notifications)
+        assert note.message.startswith("verify: 1 record; 1 skipped (")
+        assert "\n" not in note.message
+        assert table.marked_in_order() == []
+    assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
+    assert current(home, ws, DECISION).governance.revision == 2  # untouched
+
+
+async def test_an_edited_verified_record_is_stale_until_reverified(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", DECISION)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
+        app.screen.query_one("#title", Input).value = "Use PostgreSQL 17"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RecordForm))
+        await wait_for(pilot, lambda: app.record(DECISION).governance.verification
+                       is Verification.STALE, what="the record stale")
+        await pilot.press("v")  # verify refuses a stale record, and says what does it
+        await wait_for(pilot, lambda: any("R re-verifies" in n.message
+                                          for n in app._notifications), what="the hint")
+        await pilot.press("R")
+        await wait_for(pilot, lambda: current(home, ws, DECISION).governance.verification
+                       is Verification.VERIFIED, what="re-verified")
+    gov = current(home, ws, DECISION).governance
+    assert gov.revision == 4 and gov.verifiedBy == "user"
+
+
+async def test_pin_then_unpin(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", DECISION)  # verified and active: may be pinned
+        await pilot.press("p")
+        await wait_for(pilot, lambda: current(home, ws, DECISION).governance.pinnedAt
+                       is not None, what="pinned")
+        await wait_for(pilot, lambda: "pinned" in app.pane("project").detail.text)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: current(home, ws, DECISION).governance.pinnedAt is None,
+                       what="unpinned")
+        await select(pilot, app, "project", PROPOSAL)  # unverified: the host refuses a pin
+        await pilot.press("p")
+        await wait_for(pilot, lambda: any(n.title == "error[INVALID_TRANSITION]"
+                                          for n in app._notifications), what="the refusal")
+    assert current(home, ws, PROPOSAL).governance.revision == 1
 
 
 async def test_reject_asks_for_a_reason_and_records_it(fixture_home):
@@ -125,6 +215,28 @@ async def test_new_record_form_shows_errors_beside_fields_then_saves(fixture_hom
     assert made[0].governance.origin.value == "user-authored"
 
 
+async def test_the_form_checks_the_hosts_limits_in_bytes(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
+        form = app.screen
+        form.query_one("#title", Input).value = "é" * 129  # 129 characters, 258 bytes
+        form.query_one("#content", TextArea).text = "x"
+        form.query_one("#tags", Input).value = ", ".join(f"t{n}" for n in range(33))
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "at most 256 bytes" in str(form.query_one("#title-error").render())
+        assert "At most 32 tags" in str(form.query_one("#tags-error").render())
+        form.query_one("#title", Input).value = "é" * 128  # 256 bytes: the host takes it
+        form.query_one("#tags", Input).value = "ok"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RecordForm))
+    assert any(r.title == "é" * 128 for r in MemoryStore.open(home, ws, "alice").records())
+
+
 async def test_edit_keeps_the_id_and_bumps_the_revision(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
@@ -138,6 +250,9 @@ async def test_edit_keeps_the_id_and_bumps_the_revision(fixture_home):
     record = current(home, ws, DECISION)
     assert record.title == "Use PostgreSQL 17"
     assert record.governance.revision == 3
+    # The host's rule: an edit of a verified record makes it stale.
+    assert record.governance.verification is Verification.STALE
+    assert record.governance.verifiedAt is None
 
 
 async def test_edit_conflict_is_reported_and_the_newer_version_can_be_reloaded(fixture_home):
@@ -181,13 +296,24 @@ async def test_session_records_cannot_be_edited(fixture_home):
 
 
 async def test_session_tab_groups_records_by_session(fixture_home):
-    app = make_app(*fixture_home)
+    home, ws = fixture_home
+    app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         await goto(pilot, app, "session")
         await pilot.pause()
         keys = table_keys(app, "session")
-        assert keys[0] == f"{GROUP_PREFIX}session-abc|root-xyz"
-        assert "session-abc|root-xyz" in screen_text(app)
+        # The group is the session file's scopeKey: <sessionId>|<rootId of the workspace>.
+        assert keys[0] == f"{GROUP_PREFIX}session-abc|{app.store.paths.root_id}"
+        assert "session-abc · this workspace  (1)" in screen_text(app)
+        assert app.store.paths.root_id not in screen_text(app)
+        # Another workspace's session (same home) is its own group, its root shortened.
+        other = "root:" + "ab" * 32
+        MemoryStore.open(home, ws, "alice").create("session", "fact", "Elsewhere", "x",
+                                                   session=("session-xyz", other))
+        app.sync()
+        await wait_for(pilot, lambda: f"{GROUP_PREFIX}session-xyz|{other}"
+                       in table_keys(app, "session"), what="the other group")
+        assert "session-xyz · root:abababababab…  (1)" in screen_text(app)
 
 
 async def test_shared_write_asks_for_confirmation_naming_the_file(fixture_home):
@@ -254,8 +380,21 @@ async def test_copy_to_scope_says_who_will_see_it(fixture_home):
             MemoryStore.open(home, ws, "alice").records(Scope.USER)))
     copy = next(r for r in MemoryStore.open(home, ws, "alice").records(Scope.USER)
                 if r.title.startswith("Use PostgreSQL"))
-    assert {"kind": "record", "id": DECISION} in [s.model_dump() for s in
-                                                  copy.governance.sourceRefs]
+    original = current(home, ws, DECISION)
+    assert {"kind": "import", "id": DECISION, "contentHash": original.contentHash} in [
+        s.model_dump(exclude_none=True) for s in copy.governance.sourceRefs]
+    # Copying it again: the host's merge finds the same content there; nothing is written.
+    user_file = home / "workspace-memory" / "user.jsonl"
+    before = user_file.read_bytes()
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", DECISION)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CopyDialog))
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: any("nothing written" in n.message
+                                          for n in app._notifications), what="the message")
+    assert user_file.read_bytes() == before
 
 
 async def test_filter_narrows_the_table(fixture_home):
@@ -265,10 +404,9 @@ async def test_filter_narrows_the_table(fixture_home):
         await pilot.press(*"ruff")
         await wait_for(pilot, lambda: table_keys(app, "review") == [PROPOSAL])
         app.pane("review").query_one(Input).value = "type:pref"
-        await wait_for(pilot, lambda: set(table_keys(app, "review")) ==
-                       {PATHLIB, "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab"})
+        await wait_for(pilot, lambda: set(table_keys(app, "review")) == {PATHLIB, PYTEST})
         app.pane("review").query_one(Input).value = ""
-        await wait_for(pilot, lambda: len(table_keys(app, "review")) == 4)
+        await wait_for(pilot, lambda: len(table_keys(app, "review")) == 3)
 
 
 async def test_quarantine_and_newer_schema_lines_are_reported(fixture_home):
@@ -279,6 +417,39 @@ async def test_quarantine_and_newer_schema_lines_are_reported(fixture_home):
         text = screen_text(app)
         assert "2 corrupt line(s) skipped in records.jsonl" in text
         assert "newer schema" in text
+        # A write moves them to the quarantine file, one JSON entry per line (the host's).
+        app.pane("project").table.move_cursor_to_key(PROPOSAL)
+        await pilot.press("v")
+        await wait_for(pilot, lambda: "2 corrupt line(s) quarantined in records.jsonl.corrupt"
+                       in screen_text(app), what="the quarantine banner")
+        assert "skipped in records.jsonl" not in screen_text(app)
+    corrupt = fixture_home[1] / ".dsh" / "workspace-memory" / "records.jsonl.corrupt"
+    entries = [json.loads(line) for line in corrupt.read_bytes().splitlines()]
+    assert len(entries) == 2 and all(set(e) == {"line", "capturedAt", "raw"} for e in entries)
+
+
+async def test_lines_of_another_workspace_are_counted_not_shown(fixture_home):
+    home, ws = fixture_home
+    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
+    first = json.loads(data.read_bytes().splitlines()[2])  # the proposal
+    moved = dict(first, id="memory:agent:convention:" + "1" * 32, scopeKey="root:" + "cd" * 32)
+    earlier = dict(first, id="memory:agent:convention:" + "2" * 32, scopeKey=str(ws))
+    with open(data, "ab") as f:
+        for obj in (moved, moved):
+            f.write(json.dumps(obj).encode() + b"\n")
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        assert "2 line(s) in records.jsonl belong to another workspace" in screen_text(app)
+        with open(data, "ab") as f:  # appended while the app is open: the banner follows
+            f.write(json.dumps(earlier).encode() + b"\n")
+        app.sync()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "2 line(s) in records.jsonl belong to another workspace" in text
+        assert "1 line(s) in records.jsonl keyed by this workspace's path" in text
+        assert moved["id"] not in app.index and earlier["id"] not in app.index
+        assert moved["id"] not in table_keys(app, "review")
 
 
 async def test_read_only_file_shows_a_banner_and_disables_writes(fixture_home):
@@ -420,7 +591,7 @@ async def test_review_count_on_the_tab_when_its_width_changes(fixture_home):
         store.propose("project", "fact", f"fact {n}", f"content {n}",
                       source_refs=[SourceRef(kind="session", id="s1")])
 
-    for n in range(5):  # 4 waiting in the fixture + 5 = 9
+    for n in range(6):  # 3 waiting in the fixture + 6 = 9
         propose(n)
     app = make_app(home, workspace)
     async with app.run_test(size=SIZE) as pilot:
@@ -428,8 +599,8 @@ async def test_review_count_on_the_tab_when_its_width_changes(fixture_home):
         assert "Review (9)" in screen_text(app)
         await pilot.press("v")  # same width: the tab is repainted in place
         await wait_for(pilot, lambda: "Review (8)" in screen_text(app), what="Review (8)")
-        propose(5)
         propose(6)
+        propose(7)
         app.sync()  # wider: the tab grows to fit
         await wait_for(pilot, lambda: "Review (10)" in screen_text(app), what="Review (10)")
         assert str(app.query_one("#tabs").get_tab("review").label) == "Review (10)"

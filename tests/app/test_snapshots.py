@@ -2,18 +2,52 @@
 
 Update after a deliberate UI change with ``pytest tests/app/test_snapshots.py --snapshot-update``
 and look at the report before committing.
+
+The workspace's rootId is the hash of its real path, a new one for every run's ``tmp_path``; what
+the screens show of it (a session file's name) would differ each run. So the fixture here is
+installed under a fixed rootId, and the store is opened with that rootId.
 """
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
+import pytest
+from interop.corpus import install_tree, make_case_dirs, scope_key_sha16
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.form import RecordForm
+from dsh_memory_tui.paths import StorePaths
+from dsh_memory_tui.store import MemoryStore
 
-from .helpers import goto, make_app, select, wait_for
+from .helpers import goto, select, wait_for
 
 DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
+HOST_FIXTURES = Path(__file__).parents[1] / "fixtures" / "host"
+FIXED_ROOT = "root:" + hashlib.sha256(b"/home/dev/projects/acme-api").hexdigest()
+
+
+@pytest.fixture
+def fixture_home(tmp_path: Path) -> tuple[Path, Path]:
+    """``conftest.fixture_home``, installed under ``FIXED_ROOT`` instead of the copy's rootId."""
+    dirs = make_case_dirs(tmp_path / "host")
+    dirs.root_id = FIXED_ROOT
+    dirs.mapping.update({
+        "__ROOT_ID__": FIXED_ROOT,
+        "__ROOT_ID_UPPERCASE__": FIXED_ROOT.upper(),
+        "__SCOPEKEY_SHA16__": scope_key_sha16(f"session-abc|{FIXED_ROOT}"),
+    })
+    install_tree(HOST_FIXTURES / "home", dirs.home, dirs)
+    install_tree(HOST_FIXTURES / "workspace", dirs.workspace, dirs)
+    return dirs.home, dirs.workspace
+
+
+def make_app(home: Path, workspace: Path) -> MemoryApp:
+    paths = StorePaths(home, workspace, "alice", root_id=FIXED_ROOT)
+    return MemoryApp(MemoryStore(paths), watch=False)
 
 
 def test_review_queue_80x24_dark(snap_compare, fixture_home):

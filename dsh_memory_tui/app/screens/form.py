@@ -13,9 +13,20 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from ...errors import StoreError
-from ...model import AUDIENCE_BY_SCOPE, Record, RecordType, Scope
+from ...model import (
+    AUDIENCE_BY_SCOPE,
+    MAX_CONTENT_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
+    MAX_TITLE_BYTES,
+    Record,
+    RecordType,
+    Scope,
+)
 
-MAX_TITLE = 200
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +46,7 @@ Saver = Callable[[FormResult, Callable[[str], None]], None]
 
 
 def parse_tags(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+    return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
 
 
 class RecordForm(ModalScreen[str | None]):
@@ -108,14 +119,20 @@ class RecordForm(ModalScreen[str | None]):
         content = self.query_one("#content", TextArea).text
         tags = self.query_one("#tags", Input).value
         errors: dict[str, str] = {}
+        # The host's limits (its validateRecord); the store checks everything again.
         if not title:
             errors["title"] = "A title is required."
-        elif "\n" in title or len(title) > MAX_TITLE:
-            errors["title"] = f"Keep the title to one line of at most {MAX_TITLE} characters."
+        elif "\n" in title or _bytes(title) > MAX_TITLE_BYTES:
+            errors["title"] = f"Keep the title to one line of at most {MAX_TITLE_BYTES} bytes."
         if not content.strip():
             errors["content"] = "Content is required."
-        if any(len(t) > 64 for t in parse_tags(tags)):
-            errors["tags"] = "A tag is at most 64 characters."
+        elif _bytes(content) > MAX_CONTENT_BYTES:
+            errors["content"] = f"Content is at most {MAX_CONTENT_BYTES // 1024} KiB."
+        tag_list = parse_tags(tags)
+        if len(tag_list) > MAX_TAGS:
+            errors["tags"] = f"At most {MAX_TAGS} tags."
+        elif any(_bytes(t) > MAX_TAG_BYTES for t in tag_list):
+            errors["tags"] = f"A tag is at most {MAX_TAG_BYTES} bytes."
         return errors
 
     def _show_errors(self, errors: dict[str, str]) -> None:

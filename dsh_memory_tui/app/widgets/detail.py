@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
@@ -14,10 +15,12 @@ from textual.strip import Strip
 
 from ...model import Record
 from ...present import describe_changes, tags_text, when
+from ..labels import scope_text
 from .scrolling import set_virtual_size
 
 
-def metadata_text(record: Record) -> str:
+def metadata_text(record: Record, root_id: str = "") -> str:
+    """The record's fields, one per line; ``root_id`` (the workspace's) reads as its name."""
     g, p = record.governance, record.provenance
     prov = p.kind.value
     if p.sessionId:
@@ -28,7 +31,7 @@ def metadata_text(record: Record) -> str:
         prov += f" ({p.note})"
     rows = [
         ("id", record.id),
-        ("scope", f"{record.scope.value} · {record.scopeKey}"),
+        ("scope", scope_text(record, root_id)),
         ("type", record.type.value),
         ("status", record.status.value),
         ("verification", g.verification.value
@@ -42,6 +45,15 @@ def metadata_text(record: Record) -> str:
         ("created", when(record.createdAt)),
         ("updated", when(record.updatedAt)),
     ]
+    if record.is_legacy:
+        rows.append(("governance", "none in the file (an older host's): the host's defaults"))
+    if g.pinnedAt is not None:
+        rows.append(("pinned", f"at {when(g.pinnedAt)} by {g.pinnedBy}"))
+    if g.expiresAt is not None:
+        rows.append(("expires", when(g.expiresAt)))
+    if g.conflictGroup is not None:  # any JSON value (the host does not check it)
+        group = g.conflictGroup
+        rows.append(("conflict", group if isinstance(group, str) else json.dumps(group)))
     if g.reviewedBy:
         note = f": {g.reviewNote}" if g.reviewNote else ""
         rows.append(("reviewed", f"by {g.reviewedBy}"
@@ -76,8 +88,9 @@ class DetailPane(ScrollView):
     DetailPane { height: 1fr; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, root_id: str = "", **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.root_id = root_id  # the workspace's: its records' scope reads "this workspace"
         self.shown: tuple[str, int] | None = None
         self._note: tuple[str, tuple[str, ...]] | None = None
         self._content: RenderableType = Text("No record selected", style="dim")
@@ -106,7 +119,7 @@ class DetailPane(ScrollView):
             RichMarkdown(record.content or "*(no content)*"),
             Text(""),
             Text("Details", style="bold dim"),
-            Text.from_markup(metadata_text(record)),
+            Text.from_markup(metadata_text(record, self.root_id)),
             Text(""),
             Text("History", style="bold dim"),
             Text.from_markup(history_text(history)),
