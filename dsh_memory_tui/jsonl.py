@@ -93,6 +93,14 @@ def ensure_dir(path: Path, root: Path | None = None) -> None:
         except OSError as exc:
             raise _io_error(d, "creating the directory", exc) from None
         os.chmod(d, DIR_MODE)
+    check_dirs(path, root)
+
+
+def check_dirs(path: Path, root: Path | None = None) -> None:
+    """``UNSAFE_PATH`` if ``path``, or with a ``root`` any directory between ``root`` and it, is
+    a symlink, not a directory or writable by everyone. Missing ones are fine (nothing to read).
+    Readers call this too: a ``.dsh`` linked to another project's would show its records.
+    """
     check_dir(path)
     if root is not None and path.is_relative_to(root):
         for parent in path.relative_to(root).parents:

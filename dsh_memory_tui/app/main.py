@@ -46,8 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..store import MemoryStore
         from .app import MemoryApp
 
-        app = MemoryApp(MemoryStore(paths), session=args.session, watch=not args.no_watch,
-                        demo=args.demo)
+        store = MemoryStore(paths)
+        store.refresh()  # an unreadable or unsafe store is an error here, not a traceback
+        app = MemoryApp(store, session=args.session, watch=not args.no_watch, demo=args.demo)
         app.run()
     except StoreError as exc:
         print(str(exc), file=sys.stderr)

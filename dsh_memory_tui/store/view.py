@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..jsonl import MAX_STORE_BYTES, SafeFile, TailReader
+from ..jsonl import MAX_STORE_BYTES, SafeFile, TailReader, check_dirs
 from ..model import (
     ForeignLine,
     FutureLine,
@@ -155,7 +155,12 @@ class FileView:
         return loc
 
     def refresh(self) -> FileChange:
-        """Parse what was appended since the last refresh (everything after a replace)."""
+        """Parse what was appended since the last refresh (everything after a replace).
+
+        ``UNSAFE_PATH`` when a directory on the way to the file is a symlink (or not one):
+        reads refuse what writes refuse.
+        """
+        check_dirs(self.file.path.parent, self.file.root)
         tail = self._tail
         chunk = self.reader.read_new()
         lines, first = chunk.lines, chunk.first_line_no
