@@ -36,6 +36,12 @@ def _io_error(path: Path, action: str, exc: OSError) -> StoreError:
         return _unsafe(path, "is a symlink")
     if exc.errno == errno.ENOSPC:
         return StoreError("WRITE_FAILED", f"{path}: {action} failed: the disk is full")
+    if exc.errno == errno.ENOTDIR:
+        return _unsafe(path, "has a file where a directory belongs on its way")
+    if exc.errno == errno.ENAMETOOLONG:
+        return StoreError("USAGE", f"{str(path)[:80]}...: the path is too long")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return StoreError("PERMISSION_DENIED", f"{path}: {action} failed: permission denied")
     return StoreError("WRITE_FAILED", f"{path}: {action} failed: {exc.strerror or exc}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from .model import Location, Scope, session_file_stem, session_scope_key, user_i
 
 MEMORY_DIR = "workspace-memory"
 DEFAULT_LOCK_TIMEOUT = 5.0
+MAX_LOCK_TIMEOUT = 3600.0  # an hour: past that a wait is a hang
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -55,8 +57,13 @@ def lock_timeout() -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise StoreError("USAGE", f"DSH_LOCK_TIMEOUT={raw!r} is not a number of seconds") from None
-    return max(value, 0.0)
+        value = math.nan
+    if not math.isfinite(value) or not 0 <= value <= MAX_LOCK_TIMEOUT:
+        raise StoreError(
+            "USAGE",
+            f"DSH_LOCK_TIMEOUT={raw!r} is not a number of seconds from 0 to {MAX_LOCK_TIMEOUT:g}",
+        )
+    return value
 
 
 @dataclass(frozen=True, slots=True)

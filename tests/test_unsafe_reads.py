@@ -69,3 +69,27 @@ def test_the_app_exits_1_with_the_error_before_drawing(linked: tuple[Path, Path]
     )
     assert done.returncode == 1
     assert done.stderr.startswith("error[UNSAFE_PATH]: ") and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "1e400", "-1", "soon"])
+def test_a_lock_timeout_that_is_not_a_finite_number_of_seconds_is_a_usage_error(
+    tmp_path: Path, value: str
+) -> None:
+    done = run_cli(tmp_path / "home", tmp_path, "list", env={"DSH_LOCK_TIMEOUT": value})
+    assert done.returncode == 2 and done.stderr.startswith("error[USAGE]: DSH_LOCK_TIMEOUT=")
+
+
+def test_a_home_that_is_a_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    done = run_cli(tmp_path / "afile", tmp_path, "list")
+    assert done.returncode == 1 and done.stderr.startswith("error[UNSAFE_PATH]: ")
+
+
+def test_a_path_too_long_for_the_system_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(tmp_path / "home"),
+         "--workspace", str(tmp_path / ("x" * 5000)), "--user", "alice", "list"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert done.returncode == 2 and done.stderr.startswith("error[USAGE]: ")
+    assert "Traceback" not in done.stderr
