@@ -89,7 +89,8 @@ def test_a_path_too_long_for_the_system_is_a_usage_error(tmp_path: Path) -> None
     done = subprocess.run(
         [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(tmp_path / "home"),
          "--workspace", str(tmp_path / ("x" * 5000)), "--user", "alice", "list"],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     assert done.returncode == 2 and done.stderr.startswith("error[USAGE]: ")
     assert "Traceback" not in done.stderr
