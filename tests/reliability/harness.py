@@ -4,9 +4,11 @@
   pipe. A child writes ``ack`` only after the store call returned, so an acknowledged write is
   one the store reported done; the parent can SIGKILL it at any moment.
 - ``FaultyOS`` and ``KillingOS``: stand-ins for the ``os`` module as ``dsh_memory_tui.jsonl``
-  sees it (the one layer that touches the disk). They count calls and fail, shorten or SIGKILL
-  on the Nth one; everything else is the real ``os``. filelock opens its lock file with its own
-  ``os`` and is not affected.
+  and ``dsh_memory_tui.lock`` see it (the two layers that touch the disk: the safe file and
+  the host's lock protocol). They count calls and fail, shorten or SIGKILL on the Nth one;
+  everything else is the real ``os``.
+- ``expire_killed_lock``: what a SIGKILL of a lock holder leaves (its ``.lock``, which both
+  programs respect for 60 s), checked, then aged past the 60 s.
 - ``Site``: a home and a workspace under a temporary root.
 - Independent oracles (``compacted``, ``scrubbed``) that say what a file must hold after a
   compaction or a forget, without calling the store.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
@@ -32,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from dsh_memory_tui import jsonl
+from dsh_memory_tui import jsonl, lock
 from dsh_memory_tui.store import MemoryStore
 
 SOAK = os.environ.get("DSH_SOAK") == "1"
@@ -219,8 +222,8 @@ def run_in_child(target: Callable[[], dict[str, Any] | None], deadline_s: float 
 
 
 class FaultyOS:
-    """``os`` for ``dsh_memory_tui.jsonl``, except that the ``nth`` call of ``call`` fails
-    (and, if ``persistent``, every later one too).
+    """``os`` for ``dsh_memory_tui.jsonl`` and ``.lock``, except that the ``nth`` call of
+    ``call`` fails (and, if ``persistent``, every later one too).
 
     ``kind`` is an errno name (``ENOSPC``, ``EIO``) raised as ``OSError``, or ``short``: the
     write really writes only half of its buffer and returns that count (a short write); when
@@ -261,8 +264,9 @@ MUTATING_CALLS = frozenset(
 
 
 class KillingOS:
-    """``os`` for ``dsh_memory_tui.jsonl``, except that the process SIGKILLs itself just before
-    its ``nth`` call of any of ``calls`` (after telling ``emit`` which call that was).
+    """``os`` for ``dsh_memory_tui.jsonl`` and ``.lock``, except that the process SIGKILLs
+    itself just before its ``nth`` call of any of ``calls`` (after telling ``emit`` which call
+    that was).
     """
 
     def __init__(self, nth: int, emit: Emit, calls: frozenset[str] = MUTATING_CALLS) -> None:
@@ -285,13 +289,61 @@ class KillingOS:
 
 
 @contextlib.contextmanager
-def jsonl_os(stand_in: object) -> Iterator[None]:
-    """Let ``dsh_memory_tui.jsonl`` see ``stand_in`` as its ``os`` module for a while."""
+def store_os(stand_in: object) -> Iterator[None]:
+    """Let ``dsh_memory_tui.jsonl`` and ``dsh_memory_tui.lock`` (every call by which the store
+    touches the disk, its lock file included) see ``stand_in`` as their ``os`` for a while."""
     jsonl.os = stand_in  # type: ignore[assignment]
+    lock.os = stand_in  # type: ignore[attr-defined]
     try:
         yield
     finally:
         jsonl.os = os
+        lock.os = os  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+STALE_LOCK_S = 60  # the host's (and our) staleness of a lock file, by its mtime
+
+
+def pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def expire_killed_lock(data_path: Path, *killed: int) -> bool:
+    """After SIGKILLing the writers ``killed``: their lock, if one was held, is still there.
+
+    Nobody unlinks the lock of a killed holder: the file stays, naming the dead pid (or empty,
+    if the kill came between its creation and the write of the pid). Both programs leave it
+    alone until its mtime is 60 s old (the host refuses at once, "busy"; we wait and fail with
+    LOCK_TIMEOUT), then break it. This checks the lock is one of the killed writers' (so a
+    live writer's lock is never aged), then backdates its mtime past the 60 s, as if that
+    minute had passed: the next writer breaks it. Returns whether there was one.
+    """
+    path = neighbours(data_path)["lock"]
+    try:
+        content = path.read_bytes()
+        age = time.time() - os.lstat(path).st_mtime
+    except FileNotFoundError:
+        return False
+    assert not any(pid_running(pid) for pid in killed), "a 'killed' writer is running"
+    if age > STALE_LOCK_S:
+        # Aged already: an earlier killed writer's, which this one was killed before breaking.
+        pid = int(content or b"0")
+        assert not pid or not pid_running(pid), f"{path}: a running pid {pid} in a stale lock"
+        return True
+    names = {b""} | {f"{pid}\n".encode() for pid in killed}
+    assert content in names, f"{path} holds {content!r}, not a killed writer's pid {killed}"
+    old = time.time() - STALE_LOCK_S - 1
+    os.utime(path, (old, old), follow_symlinks=False)
+    return True
 
 
 # --------------------------------------------------------------------------- sites and files
@@ -390,20 +442,16 @@ def _obj(line: bytes) -> dict[str, Any]:
 
 
 def compacted(data: bytes, own: Callable[[dict[str, Any]], bool] = lambda obj: True) -> bytes:
-    """What a compaction of ``data`` (valid lines only) must leave: for each own id its line
-    with the highest revision (the later one on a tie), every other line as it is, in order."""
+    """What a compaction of ``data`` (valid lines only) must leave: for each own id its last
+    line (the host's current state: the last valid line of an id wins), every other line as
+    it is, in order."""
     lines = complete_lines(data)
     objs = [_obj(line) for line in lines]
-    best: dict[str, tuple[int, int]] = {}
-    for index, obj in enumerate(objs):
-        if own(obj):
-            rev = obj["governance"]["revision"]
-            if obj["id"] not in best or rev >= best[obj["id"]][0]:
-                best[obj["id"]] = (rev, index)
+    last = {obj["id"]: index for index, obj in enumerate(objs) if own(obj)}
     kept = [
         line
         for index, (line, obj) in enumerate(zip(lines, objs, strict=True))
-        if not own(obj) or best[obj["id"]][1] == index
+        if not own(obj) or last[obj["id"]] == index
     ]
     return b"".join(line + b"\n" for line in kept)
 
@@ -415,15 +463,30 @@ def scrubbed(data: bytes, record_id: str) -> bytes:
     )
 
 
+_TOMBSTONE_TITLE = re.compile(r"Forgotten memory [0-9a-f]{12}")
+
+
+def is_tombstone(obj: dict[str, Any]) -> bool:
+    """A host-valid forgotten record: status forgotten, a placeholder title (``Forgotten
+    memory <12 hex>``) and content with its hash, no tags, no pin, review note or conflict
+    group. (Whether the content holds anything of the record: the callers look for its text.)
+    """
+    gov = obj["governance"]
+    content = obj["content"]
+    return (
+        obj["status"] == "forgotten"
+        and bool(_TOMBSTONE_TITLE.fullmatch(obj["title"]))
+        and isinstance(content, str) and bool(content.strip())
+        and obj["contentHash"] == "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+        and obj["tags"] == []
+        and not {"pinnedAt", "pinnedBy", "reviewNote", "conflictGroup"} & set(gov)
+    )
+
+
 def is_tombstone_of(line: bytes, record_id: str, revision: int) -> bool:
     obj = _obj(line)
     return (
-        obj["id"] == record_id
-        and obj["status"] == "forgotten"
-        and obj["title"] == ""
-        and obj["content"] == ""
-        and obj["tags"] == []
-        and obj["governance"]["revision"] == revision
+        obj["id"] == record_id and is_tombstone(obj) and obj["governance"]["revision"] == revision
     )
 
 
@@ -437,7 +500,10 @@ def max_revision(data: bytes, record_id: str) -> int:
 
 # --------------------------------------------------------------------------- scenarios
 
-_ID = re.compile(rb"memory:[a-z]+:[a-z]+:[0-9a-f]{32}")
+# The ids this store makes (the host's): ``memory:<uuid4>``, ``memory:import:<uuid4>``.
+_ID = re.compile(
+    rb"memory:(?:import:)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+)
 
 
 def _normalise_ids(data: bytes | None, known: frozenset[bytes]) -> bytes | None:
@@ -583,16 +649,6 @@ def _build_quarantine(store: MemoryStore, root: Path) -> dict[str, Any]:
     return {"ids": ids}
 
 
-def _quarantine_steps(before: State, after: State) -> dict[str, list[bytes | None]]:
-    """The committed steps of a write that first repairs the file: torn tail moved out and
-    cut off; corrupt lines moved out and the file rewritten; then the append."""
-    assert before.data is not None and after.data is not None
-    tail = before.data[before.data.rfind(b"\n") + 1 :]
-    cut = before.data[: before.data.rfind(b"\n") + 1]
-    rewritten = after.data[: after.data.rstrip(b"\n").rfind(b"\n") + 1]
-    return {"data": [cut, rewritten], "corrupt": [(before.corrupt or b"") + tail + b"\n"]}
-
-
 SCENARIOS = [
     Scenario(
         "create in a new file",
@@ -616,8 +672,9 @@ SCENARIOS = [
         "quarantine then append",
         "project",
         _build_quarantine,
+        # One atomic rewrite quarantines the corrupt line and the torn tail (to .corrupt,
+        # first) and appends: no committed step between the old and the new state.
         lambda store, ctx: store.create("project", "fact", "after repair", "after repair"),
-        _quarantine_steps,
     ),
     Scenario(
         "compact",
@@ -635,11 +692,13 @@ SCENARIOS = [
 
 
 def assert_next_write_succeeds(site: Site, path: Path, note: str) -> None:
-    """After any failure or crash: the store loads, a new write succeeds, the file ends with
-    a newline and every complete line in it is a valid record."""
+    """After any failure or crash (and ``expire_killed_lock`` after a kill): the store loads,
+    a new write succeeds and leaves no ``.lock``, the file ends with a newline and every
+    complete line in it is a valid record."""
     store = site.store()
     scope = "project" if path == site.project else "user"
     store.create(scope, "fact", f"next write {note}", f"next write {note} {time.time_ns()}")
+    assert not neighbours(path)["lock"].exists(), "a write left its .lock behind"
     data = path.read_bytes()
     assert data.endswith(b"\n"), f"{path} does not end with a newline"
     view = MemoryStore.open(site.home, site.workspace, "alice").view(store.file_for(scope))

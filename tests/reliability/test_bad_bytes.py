@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from dsh_memory_tui.bundle import apply_import, export_bundle, plan_import
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.model import (
+    MAX_CONTENT_BYTES,
     Origin,
     Provenance,
     ProvenanceKind,
@@ -46,8 +47,20 @@ settings.register_profile(
 )
 FUZZ = settings.get_profile("dsh-reliability-fuzz")
 
-SCOPE_KEY = "/fuzz/workspace"
+# The project scopeKey is the workspace's rootId (``root:`` + 64 hex): lines are made with this
+# stand-in of the same length and each site's own rootId is put in when they are written.
+SCOPE_KEY = "root:" + "0" * 64
 MAX_FILE = 6 << 20  # stay clear of the 8 MiB cap: this test is about bytes, not size
+# JavaScript's trim(): what the host strips around a line (and a blank line is skipped).
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def _host_text(line: bytes) -> str:
+    """A line as the host reads it: UTF-8 (bad bytes are U+FFFD), JS-trimmed."""
+    return line.decode("utf-8", "replace").strip(JS_WHITESPACE)
 
 
 def _record(index: int, content: str | None = None) -> Record:
@@ -108,8 +121,13 @@ class Mutation:
             return b"{" + pair + b"," + line[1:] if self.pos % 2 else line[:-1] + b"," + pair + b"}"
         if self.kind == "huge":
             size = self.pos
-            if self.value == b"valid":
+            if self.value == b"valid":  # the most content a record may have: 64 KiB
+                size = min(size, MAX_CONTENT_BYTES) - len(str(n))
                 return _record(n, "h" * size + str(n)).to_line().rstrip(b"\n")
+            if self.value == b"oversized":  # a record line whose content is over 64 KiB
+                return line.replace(
+                    b'"content":"content %d"' % n, b'"content":"' + b"h" * size + b'"', 1
+                )
             return b'{"content": "' + b"h" * size
         if self.kind == "number":
             literal = NUMBERS[self.pos % len(NUMBERS)]
@@ -151,7 +169,7 @@ mutations = st.one_of(
     st.builds(Mutation, st.just("duplicate key"), st.integers(0, 1),
               st.sampled_from(DUPLICATE_KEYS)),
     st.builds(Mutation, st.just("huge"), st.integers(1 << 20, 3 << 19),
-              st.sampled_from([b"valid", b"garbage"])),
+              st.sampled_from([b"valid", b"oversized", b"garbage"])),
     st.builds(Mutation, st.just("number"), st.integers(0, len(NUMBERS) - 1),
               st.sampled_from(NUMBER_FIELDS)),
     st.builds(Mutation, st.just("truncated"), _pos),
@@ -194,10 +212,20 @@ def _project_view(site: Site) -> FileView:
     return view
 
 
+def _localise(site: Site, data: bytes) -> bytes:
+    """``data`` with the stand-in scopeKey replaced by the site's own rootId."""
+    return data.replace(SCOPE_KEY.encode(), site.store().paths.root_id.encode())
+
+
+def _generic(site: Site, data: bytes) -> bytes:
+    """``data`` with the site's rootId replaced by the stand-in (to compare two sites)."""
+    return data.replace(site.store().paths.root_id.encode(), SCOPE_KEY.encode())
+
+
 def _write(site: Site, data: bytes) -> None:
     site.project.parent.mkdir(parents=True, mode=0o700)
     site.project.parent.parent.chmod(0o700)
-    site.project.write_bytes(data)
+    site.project.write_bytes(_localise(site, data))
     site.project.chmod(0o600)
 
 
@@ -207,10 +235,12 @@ def test_each_bad_line_affects_only_itself(
     case: tuple[list[bytes], list[int]], tmp_path: Path, figures: Figures
 ) -> None:
     """A store file with fuzzed damaged lines among good ones: loading raises nothing; every
-    good record is read exactly as written; each damaged line is corrupt, a newer-schema line
-    or its own record (never another's); the next write moves exactly the corrupt lines,
-    verbatim, to .corrupt and keeps every other line byte for byte; an export then holds
-    every readable record.
+    good record is read exactly as written; each damaged line is corrupt, a newer-schema line,
+    another project's (foreign) line, blank (skipped, as the host does) or its own record
+    (never another's); the next write moves exactly the corrupt lines to .corrupt (host
+    format: each line's number and its text as the host read it) and keeps every other line
+    byte for byte (when it rewrites the file, as the host's compaction does: without blank
+    lines or a BOM); an export then holds every readable record.
     """
     lines, bad_at = case
     with _fresh_site(tmp_path) as site:
@@ -223,21 +253,42 @@ def _check_damaged_file(
     _write(site, b"".join(line + b"\n" for line in lines))
 
     view = _project_view(site)
+    lines = [_localise(site, line) for line in lines]
 
     for rid, line in zip(GOOD_IDS, GOOD, strict=True):
-        assert view.current[rid].to_line() == line + b"\n", "a good record was changed"
+        assert view.current[rid].to_line() == _localise(site, line) + b"\n", (
+            "a good record was changed"
+        )
     own = set(view.current) - set(GOOD_IDS)
     corrupt_at = [c.line_no - 1 for c in view.corrupt]
+    blank_at = [i for i in bad_at if not _host_text(lines[i])]
     assert set(corrupt_at) <= set(bad_at), "a good line was reported corrupt"
-    assert len(corrupt_at) + len(view.future) + len(own) == len(bad_at)
+    assert not set(corrupt_at) & set(blank_at), "a blank line was reported corrupt"
+    foreign = sum(view.foreign.values())
+    assert len(corrupt_at) + len(view.future) + len(own) + foreign + len(blank_at) == len(
+        bad_at
+    )
 
     store = site.store()
     store.create("project", "fact", "after the fuzz", "after the fuzz")
-    kept = [line for i, line in enumerate(lines) if i not in corrupt_at]
+    if corrupt_at:  # one atomic rewrite, as the host's compaction writes a file
+        kept = [
+            line.removeprefix(b"\xef\xbb\xbf")
+            for i, line in enumerate(lines)
+            if i not in corrupt_at and i not in blank_at
+        ]
+    else:  # a plain append
+        kept = lines
     after = complete_lines(site.project.read_bytes())
     assert after[:-1] == kept, "a line that was not corrupt was changed or dropped"
-    quarantined = read_or_none(neighbours(site.project)["corrupt"]) or b""
-    assert quarantined == b"".join(lines[i] + b"\n" for i in corrupt_at)
+    quarantined = [
+        json.loads(entry)
+        for entry in complete_lines(read_or_none(neighbours(site.project)["corrupt"]))
+    ]
+    assert [(q["line"], q["raw"]) for q in quarantined] == [
+        (i + 1, _host_text(lines[i]) + "\n") for i in corrupt_at
+    ], "the quarantine is not each corrupt line, as the host read it"
+    assert all(type(q["capturedAt"]) is int for q in quarantined)
 
     result = export_bundle(site.store(), site.root / "export.json")
     assert result.count == len(GOOD) + len(own) + 1
@@ -267,6 +318,7 @@ def _check_pieces(whole: Site, site: Site, data: bytes, cuts: list[int], figures
     expected_corrupt = {c.line_no for c in expected.corrupt}
 
     _write(site, b"")
+    data = _localise(site, data)
     view = _project_view(site)
     points = sorted({c % (len(data) + 1) for c in cuts} | {len(data)})
     start = 0
@@ -278,8 +330,8 @@ def _check_pieces(whole: Site, site: Site, data: bytes, cuts: list[int], figures
             assert {c.line_no for c in view.corrupt} <= expected_corrupt
             figures.add("pieces appended")
     assert {c.line_no for c in view.corrupt} == expected_corrupt
-    assert {k: r.to_line() for k, r in view.current.items()} == {
-        k: r.to_line() for k, r in expected.current.items()
+    assert {k: _generic(site, r.to_line()) for k, r in view.current.items()} == {
+        k: _generic(whole, r.to_line()) for k, r in expected.current.items()
     }
     assert len(view.future) == len(expected.future)
     figures.add("files fuzzed")
@@ -336,7 +388,8 @@ _json_safe = st.one_of(
               _finite_json_values.map(lambda v: json.dumps(v, allow_nan=False).encode())),
     st.builds(Mutation, st.just("number"), st.integers(0, 2), st.sampled_from(NUMBER_FIELDS)),
     st.builds(Mutation, st.just("deep"), st.just(0), st.just(b"20")),
-    st.builds(Mutation, st.just("huge"), st.integers(1 << 10, 1 << 20), st.just(b"valid")),
+    st.builds(Mutation, st.just("huge"), st.integers(1 << 10, 1 << 20),
+              st.sampled_from([b"valid", b"oversized"])),
     st.sampled_from([Mutation("wrong scope"), Mutation("newer schema"), Mutation("crlf")]),
 )
 _entry_mutations = st.one_of(_json_safe, _json_safe, mutations)

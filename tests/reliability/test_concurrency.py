@@ -16,6 +16,8 @@ from .harness import (
     Site,
     Worker,
     complete_lines,
+    expire_killed_lock,
+    neighbours,
     pump_all,
     run_in_child,
     scaled,
@@ -267,15 +269,19 @@ def test_a_reader_never_loses_a_record_while_writers_append_and_a_compactor_repl
     figures.add("records lost by the reader", 0)
 
 
-def test_a_held_lock_is_lock_timeout_and_a_killed_holder_frees_it(
+def test_a_held_lock_is_lock_timeout_and_a_killed_holders_lock_is_broken_once_stale(
     tmp_path: Path, figures: Figures
 ) -> None:
     """A process holds the file's lock and stops: a write from another process fails with
-    LOCK_TIMEOUT after its timeout instead of hanging; once the holder is SIGKILLed (a crash
-    while holding the lock), the next write succeeds at once: no stale lock to clean up.
+    LOCK_TIMEOUT after its timeout instead of hanging, naming the holder's pid (running).
+    Once the holder is SIGKILLed (a crash while holding the lock) its lock file stays, as in
+    the host's protocol: a write still fails with LOCK_TIMEOUT, now naming the pid as not
+    running and the lock file to delete. Once the lock is 60 s old (its mtime aged, as if
+    the minute had passed) the next write breaks it and succeeds, leaving no lock.
     """
     site = Site.create(tmp_path)
     site.store().create("project", "fact", "first", "first")
+    lock = neighbours(site.project)["lock"]
 
     def hold(emit: Emit) -> None:
         store = site.store()
@@ -289,13 +295,22 @@ def test_a_held_lock_is_lock_timeout_and_a_killed_holder_frees_it(
     def write() -> dict[str, str | None]:
         store = MemoryStore.open(site.home, site.workspace, "alice", lock_timeout_s=0.5)
         try:
-            store.create("project", "fact", "blocked", "blocked")
+            store.create("project", "fact", "blocked", f"blocked {time.time_ns()}")
         except StoreError as exc:
-            return {"code": exc.code}
+            return {"code": exc.code, "message": exc.message}
         return {"code": None}
 
-    assert run_in_child(write, deadline_s=30).messages[-1]["code"] == "LOCK_TIMEOUT"
+    refused = run_in_child(write, deadline_s=30).messages[-1]
+    assert refused["code"] == "LOCK_TIMEOUT", refused
+    assert f"pid {holder.pid} (running)" in refused["message"], refused
     holder.kill()
+    assert lock.read_text() == f"{holder.pid}\n", "the killed holder's lock went away"
+    refused = run_in_child(write, deadline_s=30).messages[-1]
+    assert refused["code"] == "LOCK_TIMEOUT", refused
+    assert f"pid {holder.pid} (not running)" in refused["message"], refused
+    assert f"delete {lock}" in refused["message"], refused
+    assert expire_killed_lock(site.project, holder.pid)
     assert run_in_child(write, deadline_s=30).messages[-1]["code"] is None
-    figures.add("writes that timed out instead of hanging")
+    assert not lock.exists(), "the write left a lock behind"
+    figures.add("writes that timed out instead of hanging", 2)
     figures.add("kills survived")

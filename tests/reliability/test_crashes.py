@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from dsh_memory_tui.model import Record
+from dsh_memory_tui.errors import StoreError
+from dsh_memory_tui.model import MAX_CONTENT_BYTES, Record
 
 from .conftest import Figures
 from .harness import (
@@ -26,15 +27,16 @@ from .harness import (
     assert_next_write_succeeds,
     compacted,
     complete_lines,
+    expire_killed_lock,
     files_containing,
     is_tombstone_of,
-    jsonl_os,
     max_revision,
     neighbours,
     prepare,
     read_or_none,
     scaled,
     scrubbed,
+    store_os,
     temporaries,
 )
 
@@ -55,7 +57,8 @@ def _ack(emit: Emit, op: str, record: Record) -> None:
 
 
 def _work_append(site: Site, rng: random.Random, emit: Emit, tag: str) -> None:
-    """Small appends, and big ones (so a kill can tear the write) that are then forgotten."""
+    """Small appends, and big ones (up to the host's 64 KiB of content: a write of many pages,
+    so a kill can tear it) that are then forgotten."""
     store = site.store()
     for record in store.records("project"):
         if record.content.startswith("BIG-"):  # a big record whose forget a kill cut short
@@ -64,7 +67,7 @@ def _work_append(site: Site, rng: random.Random, emit: Emit, tag: str) -> None:
     for i in range(10**6):
         if i % 3 == 2:
             marker = f"BIG-{tag}-{i}-"
-            content = marker + "x" * rng.randint(1 << 17, 1 << 20)
+            content = marker + "x" * rng.randint(1 << 15, MAX_CONTENT_BYTES - len(marker))
             emit(do="create", marker=marker)
             result = store.create("project", "fact", f"big {tag} {i}", content)
             _ack(emit, "create", result.record)
@@ -77,17 +80,24 @@ def _work_append(site: Site, rng: random.Random, emit: Emit, tag: str) -> None:
 
 
 def _work_edit(site: Site, rng: random.Random, emit: Emit, tag: str) -> None:
-    """Edits, verifications, rejections, archives and restores of the existing records."""
+    """Edits, verifications, rejections, archives and restores of the existing records (an
+    action the host's rules refuse in the record's state writes nothing: reported as such)."""
     store = site.store()
     ids = [r.id for r in store.records("project", include_inactive=True)]
     for i in range(10**6):
         rid = rng.choice(ids)
         action = rng.choice(["edit", "edit", "verify", "reject", "archive", "restore"])
         emit(do=action, id=rid)
-        if action == "edit":
-            record = store.edit(rid, store.get(rid).revision, content=f"edit {tag} {i}")
-        else:
-            record = getattr(store, action)(rid)
+        try:
+            if action == "edit":
+                record = store.edit(rid, store.get(rid).revision, content=f"edit {tag} {i}")
+            else:
+                record = getattr(store, action)(rid)
+        except StoreError as exc:
+            if exc.code != "INVALID_TRANSITION":
+                raise
+            emit(refused=action, id=rid)
+            continue
         _ack(emit, action, record)
 
 
@@ -188,6 +198,8 @@ class Ledger:
                     self.garbage.add(m["garbage"].rstrip("\n").encode())
             elif "wrote" in m:
                 self.written_garbage.add(m["wrote"].rstrip("\n").encode())
+            elif "refused" in m:
+                inflight = None  # the rules refused it: nothing was written
             elif "ack" in m:
                 if "id" in m:
                     self.records[m["id"]] = {k: m[k] for k in ("rev", "hash", "status")}
@@ -255,17 +267,28 @@ def _check_wholly_old_or_new(site: Site, inflight: dict[str, Any]) -> None:
 
 
 def _corrupt_lines(site: Site) -> list[bytes]:
-    return complete_lines(read_or_none(neighbours(site.project)["corrupt"]))
+    """The quarantined lines, from ``.corrupt``'s host-format entries (``{"line",
+    "capturedAt", "raw"}``; ``raw`` is the line and its newline)."""
+    out = []
+    for entry in complete_lines(read_or_none(neighbours(site.project)["corrupt"])):
+        obj = json.loads(entry)
+        assert set(obj) == {"line", "capturedAt", "raw"}, obj
+        assert type(obj["line"]) is int and type(obj["capturedAt"]) is int, obj
+        assert obj["raw"].endswith("\n"), obj
+        out.append(obj["raw"][:-1].encode())
+    return out
 
 
 def _check_quarantine(site: Site, ledger: Ledger, before: list[bytes]) -> None:
     """What the round added to .corrupt: only garbage and torn (in-flight) lines, never a
-    valid line; at most one torn line; every garbage line written is there."""
+    valid line; at most one torn line (twice if the kill came after its quarantine entry was
+    written and before the file was replaced: the next writer quarantines it again); every
+    garbage line written is there."""
     after = _corrupt_lines(site)
     assert after[: len(before)] == before, ".corrupt was rewritten"
     added = after[len(before) :]
     torn = [line for line in added if line not in ledger.garbage]
-    assert len(torn) <= 1, f"more than the in-flight line was quarantined: {torn}"
+    assert len(set(torn)) <= 1, f"more than the in-flight line was quarantined: {torn}"
     for line in torn:
         assert line.startswith(b'{"schemaVersion":1'), f"not a torn record line: {line[:80]!r}"
         with pytest.raises(ValueError):
@@ -300,6 +323,10 @@ def test_random_sigkill_loses_no_acknowledged_write(
     always loads, every acknowledged write survives, at most the in-flight line is
     quarantined, a compaction or forget in flight leaves the whole old file or the whole new
     one, forgotten text is in no file, and the next write succeeds with a final newline.
+
+    A kill while the lock was held leaves the ``.lock`` (the killed pid in it), as the host's
+    protocol does: it stays until it is 60 s old. Each round checks that lock is the killed
+    writer's, ages it past the 60 s (``expire_killed_lock``) and the next write breaks it.
     """
     site = Site.create(tmp_path / "site")
     ledger = _prime(site, workload)
@@ -317,6 +344,7 @@ def test_random_sigkill_loses_no_acknowledged_write(
         time.sleep(rng.uniform(0, 0.006))
         worker.kill()
         assert worker.killed and not worker.errors(), worker.errors()
+        figures.add("kills that left the lock behind", expire_killed_lock(site.project, worker.pid))
         inflight = ledger.learn(worker.messages)
         figures.add("torn tails left by a kill", _torn_tail(site, ledger))
         _check_after_kill(site, ledger, inflight)
@@ -339,9 +367,10 @@ def test_sigkill_at_every_io_call_leaves_old_or_new_state(
     scenario: Scenario, tmp_path: Path, figures: Figures
 ) -> None:
     """SIGKILL just before the 1st, 2nd, ... I/O call (open, write, fsync, replace, truncate,
-    unlink, mkdir, chmod) of one operation, until it completes: every file (data, .bak,
-    .corrupt) is in its old state, its new state, or a committed step between them, the
-    store loads, and the next write succeeds.
+    unlink, mkdir, chmod; the lock file's too) of one operation, until it completes: every
+    file (data, .bak, .corrupt) is in its old state or its new state, a lock left behind is
+    the killed writer's, the store loads, and (once that lock is 60 s old) the next write
+    succeeds. A completed run leaves no ``.lock``.
     """
     prepared = prepare(scenario, tmp_path)
     n = 0
@@ -350,7 +379,7 @@ def test_sigkill_at_every_io_call_leaves_old_or_new_state(
         prepared.fresh()
 
         def body(emit: Emit, n: int = n) -> None:
-            with jsonl_os(KillingOS(n, emit)):
+            with store_os(KillingOS(n, emit)):
                 prepared.run()
             emit(completed=True)
 
@@ -360,10 +389,13 @@ def test_sigkill_at_every_io_call_leaves_old_or_new_state(
         if not worker.killed:
             assert worker.messages[-1] == {"completed": True}
             assert prepared.state() == prepared.after
+            assert not neighbours(prepared.path())["lock"].exists(), "the lock was left behind"
             break
         call = worker.messages[-1]["killed_at"]
         state = prepared.state()
         assert not prepared.violations(state), (n, call, prepared.violations(state))
+        left = expire_killed_lock(prepared.path(), worker.pid)
+        figures.add("kills that left the lock behind", left)
         assert_next_write_succeeds(prepared.site, prepared.path(), f"kill {n}")
         figures.add("kills survived")
         figures.add(f"kills before {call}")

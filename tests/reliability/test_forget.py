@@ -4,6 +4,7 @@ nothing else is touched."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from dsh_memory_tui.bundle import export_bundle
@@ -16,10 +17,12 @@ from .harness import (
     Site,
     Worker,
     complete_lines,
+    expire_killed_lock,
     files_containing,
-    jsonl_os,
+    is_tombstone,
     neighbours,
     regular_files,
+    store_os,
 )
 
 
@@ -141,12 +144,13 @@ def test_temporary_left_by_a_killed_compaction_does_not_outlive_a_later_forget(
     store.create("project", "fact", "other", "other content")
 
     def compact_until_killed(emit: Emit) -> None:
-        with jsonl_os(KillingOS(1, emit, frozenset({"replace"}))):
+        with store_os(KillingOS(1, emit, frozenset({"replace"}))):
             site.store().compact(site.store().file_for("project"))
 
     worker = Worker(compact_until_killed)
     worker.join()
     assert worker.killed and worker.messages[-1]["killed_at"] == "replace"
+    assert expire_killed_lock(site.project, worker.pid), "the killed compaction held no lock"
     figures.add("kills survived")
 
     site.store().forget(rid)
@@ -160,10 +164,12 @@ def test_forget_killed_at_every_io_call_then_retried_leaves_no_trace(
     tmp_path: Path, figures: Figures
 ) -> None:
     """Forget is SIGKILLed before its 1st, 2nd, ... I/O call; each time the file is the whole
-    old one or the whole scrubbed one, and once the forget is retried to completion the
-    forgotten text is in no file of the store (temporaries of the killed attempt included).
+    old one or the whole scrubbed one, and once the forget is retried to completion (after
+    the killed attempt's lock has aged past 60 s) the forgotten text is in no file of the
+    store (temporaries of the killed attempt included).
     """
     template = tmp_path / "template"
+    trial = Site.create(tmp_path / "trial")  # one place: the rootId (the scopeKey) stays
     site = Site.create(template)
     store = site.store()
     texts = _secret_texts("k")
@@ -171,18 +177,23 @@ def test_forget_killed_at_every_io_call_then_retried_leaves_no_trace(
     store.edit(rid, 1, title=texts[1], content=texts[4])
     for i in range(5):
         store.create("project", "fact", f"other {i}", f"other {i}")
-    old = site.project.read_bytes()
+    # The trial's workspace is another directory: its rootId, and so its scopeKey, differ.
+    old = site.project.read_bytes().replace(
+        site.store().paths.root_id.encode(), trial.store().paths.root_id.encode()
+    )
+    site.project.write_bytes(old)
     n = 0
     while True:
         n += 1
-        trial = Site.create(tmp_path / f"trial-{n}")
+        shutil.rmtree(trial.root)
+        trial = Site.create(trial.root)
         for path in regular_files(template):
             target = trial.root / path.relative_to(template)
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             target.write_bytes(path.read_bytes())
 
         def forget(emit: Emit, n: int = n, trial: Site = trial) -> None:
-            with jsonl_os(KillingOS(n, emit)):
+            with store_os(KillingOS(n, emit)):
                 trial.store().forget(rid)
             emit(completed=True)
 
@@ -195,11 +206,13 @@ def test_forget_killed_at_every_io_call_then_retried_leaves_no_trace(
             if scrubbed:
                 lines = complete_lines(data)
                 assert all(json.loads(line)["id"] != rid for line in lines[:-1])
-                assert json.loads(lines[-1])["status"] == "forgotten"
+                assert is_tombstone(json.loads(lines[-1]))
                 assert len(lines) == len(complete_lines(old)) - 1
             figures.add("kills survived")
             figures.add("kills that left the whole scrubbed file" if scrubbed
                         else "kills that left the whole old file")
+            figures.add("kills that left the lock behind", expire_killed_lock(
+                trial.project, worker.pid))
             try:
                 trial.store().forget(rid)
             except StoreError as exc:  # the killed attempt had already forgotten it

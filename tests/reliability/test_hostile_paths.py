@@ -220,7 +220,9 @@ def test_every_file_is_0600_and_every_directory_0700_whatever_the_umask(
     umask: int, tmp_path: Path, figures: Figures
 ) -> None:
     """Under umask 000, 022 and 077, every file the store makes (records of all four scopes,
-    .lock, .bak, .corrupt, an export) is 0600 and every directory it makes is 0700."""
+    .lock, .bak, .corrupt, an export) is 0600 and every directory it makes is 0700. The
+    .lock exists only while held (the host's protocol unlinks it): its mode is taken then,
+    from the lock the store's writer takes, and no write leaves one behind."""
     site = Site.create(tmp_path / "site")
     out = tmp_path / "out"
     out.mkdir(mode=0o700)
@@ -231,21 +233,25 @@ def test_every_file_is_0600_and_every_directory_0700_whatever_the_umask(
         store.create("project", "fact", "p", "p")
         store.create("shared-project", "fact", "s", "s", confirm_shared=True)
         store.create("user", "fact", "u", "u")
-        store.create("session", "fact", "x", "x", session=("sess", "root"))
+        store.create("session", "fact", "x", "x", session=("sess", None))
         with site.project.open("ab") as f:
             f.write(b"garbage\n")
         store.create("project", "fact", "q", "q")  # quarantine: .corrupt and .bak
         store.compact(store.file_for("user"))
         export_bundle(store, out / "bundle.json")
-        return {}
+        with store.view(store.file_for("user")).safe.locked() as held:
+            lock_mode = stat.S_IMODE(os.lstat(held.path).st_mode)
+        return {"lock_mode": lock_mode}
 
-    run_in_child(body)
+    lock_mode = run_in_child(body).messages[-1]["lock_mode"]
+    assert lock_mode == 0o600, oct(lock_mode)
     files = [*regular_files(site.home, site.workspace / ".dsh"), out / "bundle.json"]
+    assert not [p for p in files if p.name.endswith(".lock")], "a write left its .lock behind"
     dirs = [site.home, *[p for p in site.home.rglob("*") if p.is_dir()]]
     dirs += [site.workspace / ".dsh", *[p for p in (site.workspace / ".dsh").rglob("*")
                                          if p.is_dir()]]
     suffixes = {p.name.rsplit(".", 1)[-1] for p in files}
-    assert {"jsonl", "lock", "bak", "corrupt", "json"} <= suffixes, suffixes
+    assert {"jsonl", "bak", "corrupt", "json"} <= suffixes, suffixes
     wrong = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in files
              if stat.S_IMODE(p.stat().st_mode) != 0o600}
     wrong |= {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in dirs

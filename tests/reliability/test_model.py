@@ -3,6 +3,7 @@ against a plain dictionary after every step."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tempfile
@@ -31,10 +32,12 @@ from .harness import (
     Site,
     Worker,
     complete_lines,
-    jsonl_os,
+    expire_killed_lock,
+    is_tombstone,
     neighbours,
     read_or_none,
     scaled,
+    store_os,
 )
 
 USERS = ("alice", "bob")
@@ -82,12 +85,24 @@ def _clean_tags(tags: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+# What the model holds as a forgotten record's content: the store's placeholder text is its
+# own; ``is_tombstone`` checks its form, the invariant below that nothing of the record is left.
+ERASED = "<erased>"
+
+
+def _tombstone_title(record_id: str) -> str:
+    return f"Forgotten memory {hashlib.sha256(record_id.encode()).hexdigest()[:12]}"
+
+
 def _seen(store: MemoryStore, scope: str) -> dict[str, Entry]:
-    return {
-        r.id: Entry(r.type.value, r.title, r.content, tuple(r.tags), r.status.value,
-                    r.governance.verification.value, r.revision)
-        for r in store.records(scope, include_inactive=True)
-    }
+    out = {}
+    for r in store.records(scope, include_inactive=True):
+        content = r.content
+        if r.status.value == "forgotten" and is_tombstone(json.loads(r.to_line())):
+            content = ERASED
+        out[r.id] = Entry(r.type.value, r.title, content, tuple(r.tags), r.status.value,
+                          r.governance.verification.value, r.revision)
+    return out
 
 
 class StoreMachine(RuleBasedStateMachine):
@@ -160,7 +175,9 @@ class StoreMachine(RuleBasedStateMachine):
     def create(self, scope: str, type_: str, title: str, content: str, tags: list[str]) -> None:
         key = self._key(scope)
         title_, content_ = title.strip(), content.strip("\n")
-        if not title_ or not content_.strip():
+        # The host's rules: a title is not blank and holds no control character (a line
+        # feed); content is not blank and may hold line feeds.
+        if not title_ or "\n" in title_ or not content_.strip():
             self._expect("INVALID_RECORD", lambda: self.store.create(scope, type_, title, content))
             return
         same = {
@@ -209,36 +226,46 @@ class StoreMachine(RuleBasedStateMachine):
         if tags is not None:
             changes["tags"] = _clean_tags(tags)
         changes = {k: v for k, v in changes.items() if getattr(entry, k) != v}
+        if "\n" in changes.get("title", ""):
+            self._expect("INVALID_RECORD", call)
+            return
         call()
         if changes:
+            if entry.verification == "verified":  # the host's rule: a verified edit is stale
+                changes["verification"] = "stale"
+                COUNTS["verified records edited (now stale)"] += 1
             self._after_write(key, rid, entry.bumped(**changes))
             COUNTS["edits"] += 1
 
     @precondition(lambda self: self._visible())
-    @rule(data=st.data(), action=st.sampled_from(["verify", "reject", "archive", "restore"]))
+    @rule(data=st.data(),
+          action=st.sampled_from(["verify", "reject", "reverify", "archive", "restore"]))
     def review(self, data: st.DataObject, action: str) -> None:
+        """The host's transitions: verify and reject only from unverified, reverify only from
+        stale, archive only active, restore only archived; anything else INVALID_TRANSITION."""
         key, rid, entry = self._pick(data)
-        call = lambda: getattr(self.store, action)(rid)  # noqa: E731
+        call = lambda: self.store.apply(action, rid)  # noqa: E731
         if entry.status == "forgotten":
             self._expect("FORGOTTEN", call)
             return
         new: Entry | None = None
-        if action == "verify" and entry.verification != "verified":
+        if action == "verify" and entry.verification == "unverified":
             new = entry.bumped(verification="verified")
-        elif action == "reject" and entry.verification != "rejected":
+        elif action == "reject" and entry.verification == "unverified":
             new = entry.bumped(verification="rejected")
-        elif action == "archive" and entry.status != "archived":
+        elif action == "reverify" and entry.verification == "stale":
+            new = entry.bumped(verification="verified")
+        elif action == "archive" and entry.status == "active":
             new = entry.bumped(status="archived")
-        elif action == "restore" and (
-            entry.status != "active" or entry.verification == "rejected"
-        ):
-            verification = "unverified" if entry.verification == "rejected" else None
-            new = entry.bumped(status="active", verification=verification or entry.verification)
+        elif action == "restore" and entry.status == "archived":
+            new = entry.bumped(status="active")
+        if new is None:
+            self._expect("INVALID_TRANSITION", call)
+            return
         call()
-        if new is not None:
-            self._after_write(key, rid, new)
-            COUNTS[{"verify": "verifications", "reject": "rejections", "archive": "archives",
-                    "restore": "restores"}[action]] += 1
+        self._after_write(key, rid, new)
+        COUNTS[{"verify": "verifications", "reject": "rejections", "reverify": "reverifications",
+                "archive": "archives", "restore": "restores"}[action]] += 1
 
     @precondition(lambda self: self._visible())
     @rule(data=st.data())
@@ -248,8 +275,8 @@ class StoreMachine(RuleBasedStateMachine):
             self._expect("FORGOTTEN", lambda: self.store.forget(rid))
             return
         self.store.forget(rid)
-        self._after_write(key, rid, entry.bumped(status="forgotten", title="", content="",
-                                                 tags=()))
+        self._after_write(key, rid, entry.bumped(status="forgotten", title=_tombstone_title(rid),
+                                                 content=ERASED, tags=()))
         COUNTS["forgets"] += 1
 
     @rule(scope=st.sampled_from(SCOPES))
@@ -279,13 +306,15 @@ class StoreMachine(RuleBasedStateMachine):
         site, user = self.site, self.acting
 
         def write(emit: Emit) -> None:
-            with jsonl_os(KillingOS(nth, emit)):
+            with store_os(KillingOS(nth, emit)):
                 site.store(user).create(scope, type_, "crashing", content)
             emit(ack=True)
 
         worker = Worker(write)
         worker.join()
         assert not worker.errors(), worker.errors()
+        if worker.killed and expire_killed_lock(self.store.file_for(scope).path, worker.pid):
+            COUNTS["killed writers' locks aged past 60 s"] += 1
         acked = any("ack" in m for m in worker.messages)
         COUNTS["kills survived" if worker.killed else "writers done before the kill point"] += 1
         landed = set(_seen(self.store, scope)) - set(self.model[key])
@@ -338,6 +367,8 @@ class StoreMachine(RuleBasedStateMachine):
 
     @invariant()
     def forgotten_records_have_no_earlier_line(self) -> None:
+        """In the file and its .bak a forgotten record has only its tombstone, which holds
+        nothing of its last title, content or tags."""
         for key, entries in self.model.items():
             path = self.site.project if key == "project" else self.site.user_file
             for name in ("data", "bak"):
@@ -348,17 +379,19 @@ class StoreMachine(RuleBasedStateMachine):
                         continue
                     entry = entries.get(obj.get("id")) if isinstance(obj, dict) else None
                     if entry is not None and entry.status == "forgotten":
-                        assert obj["status"] == "forgotten" and obj["content"] == "", (
+                        assert is_tombstone(obj), (
                             f"an earlier revision of a forgotten record is in {name}"
                         )
+                        assert obj["title"] == _tombstone_title(obj["id"])
 
 
 def test_store_matches_a_dictionary_model_through_crashes_reopens_and_user_switches(
     figures: Figures,
 ) -> None:
     """A hypothesis state machine runs create / edit (with stale bases) / verify / reject /
-    archive / restore / forget / compact / torn tail / SIGKILLed writer / reopen / switch
-    user on two users sharing a project and a user.jsonl: after every step each user's view
+    reverify / archive / restore (the host's transitions) / forget / compact / torn tail /
+    SIGKILLed writer (its lock aged past 60 s) / reopen / switch user on two users sharing a
+    project and a user.jsonl: after every step each user's view
     equals the dictionary model, user A never sees user B's records, B's lines survive A's
     writes byte for byte, and a forgotten record has no earlier line in the file or .bak.
     """
