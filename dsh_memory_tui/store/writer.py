@@ -21,6 +21,8 @@ from ..model import (
     RecordInvalid,
     Status,
     checked,
+    decode_js,
+    parse_line,
     parse_lines,
 )
 from .view import FileView, gc_paused
@@ -44,6 +46,21 @@ class CompactResult:
 
 def too_large(view: FileView, why: str) -> StoreError:
     return StoreError("STORE_TOO_LARGE", f"{view.path} {why}")
+
+
+def salvage_glued(raw: bytes, location: Location) -> tuple[bytes, Record] | None:
+    """A corrupt line that ends in a whole record: a writer that died mid-line, then another
+    writer (the host appends without looking) that appended its line right after the piece.
+    Returns the dead writer's piece and the record, so the record is kept, not quarantined.
+    """
+    at = raw.rfind(b'{"schemaVersion"')
+    if at <= 0:
+        return None
+    try:
+        result = parse_line(raw[at:], location)
+    except RecordInvalid:
+        return None
+    return (raw[:at], result) if type(result) is Record else None
 
 
 def write(
@@ -125,6 +142,7 @@ def rewrite(
     with gc_paused(len(lines)):
         entries = parse_lines(lines, location)
     records: list[Record | None] = []
+    torn_prefix: dict[int, bytes] = {}
     migrated = 0
     last_of: dict[str, int] = {}
     for index, entry in enumerate(entries):
@@ -134,6 +152,10 @@ def rewrite(
         ):
             record = migrate(entry, location)
             migrated += record is not None
+        if record is None and isinstance(entry.result, RecordInvalid):
+            salvaged = salvage_glued(entry.raw, location)
+            if salvaged is not None:
+                torn_prefix[index], record = salvaged
         records.append(record)
         if record is not None:
             last_of[record.id] = index
@@ -160,6 +182,8 @@ def rewrite(
                 b"\xef\xbb\xbf"
             )
             keep.append(record.to_line()[:-1] if rewritten else entry.raw)
+            if index in torn_prefix:
+                quarantine.append((entry.first + 1, decode_js(torn_prefix[index]) + "\n"))
         elif isinstance(result, (ForeignLine, FutureLine)):
             backup.append(entry.raw)
             keep.append(entry.raw)

@@ -157,3 +157,26 @@ def test_a_deleted_file_is_a_deletion(dirs: CaseDirs) -> None:
     view.refresh()
     os.unlink(view.path)
     assert view.refresh().reset and not view.current
+
+
+def test_a_host_line_glued_to_a_dead_writers_piece_is_kept_and_the_piece_quarantined(
+    dirs: CaseDirs,
+) -> None:
+    """The host appends without checking for a final newline: after a writer died mid-line,
+    the host's next record is glued to the piece. Our next write keeps the host's record."""
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    store.create("project", "fact", "Before", "Written before the crash.")
+    path = store.paths.project_file().path
+    host_line = _old_line("memory:hosts-next", "project", dirs.root_id, title="Host's next",
+                          content="Appended by the host after the crash.")
+    with open(path, "ab") as f:
+        f.write(b'{"schemaVersion":1,"id":"memory:dead-wri' + host_line)
+    view = store.view(store.paths.project_file())
+    view.refresh()
+    assert len(view.corrupt) == 1 and "memory:hosts-next" not in view.current  # as the host
+    store.create("project", "fact", "After", "Our next write.")
+    titles = {r.title for r in store.records("project")}
+    assert titles == {"Before", "Host's next", "After"}
+    [entry] = [json.loads(line) for line in path.with_name("records.jsonl.corrupt").read_bytes()
+               .splitlines()]
+    assert entry["raw"] == '{"schemaVersion":1,"id":"memory:dead-wri\n'
