@@ -26,9 +26,11 @@ from dsh_memory_tui.model import (
     Record,
     RecordType,
     Scope,
+    decode_js,
     make_record,
 )
 from dsh_memory_tui.store import FileView
+from dsh_memory_tui.store.writer import salvage_glued
 
 from .conftest import Figures
 from .harness import Site, complete_lines, neighbours, read_or_none, scaled
@@ -270,12 +272,17 @@ def _check_damaged_file(
     )
 
     store = site.store()
+    # A corrupt line that ends in a whole record (a writer's piece, then a line glued to it)
+    # keeps that record: only the piece is quarantined (writer.salvage_glued).
+    salvaged = {i: salvage_glued(lines[i], view.location) for i in corrupt_at}
+    salvaged = {i: s for i, s in salvaged.items() if s is not None}
     store.create("project", "fact", "after the fuzz", "after the fuzz")
     if corrupt_at:  # one atomic rewrite, as the host's compaction writes a file
         kept = [
-            line.removeprefix(b"\xef\xbb\xbf")
+            salvaged[i][1].to_line()[:-1] if i in salvaged else line.removeprefix(
+                b"\xef\xbb\xbf")
             for i, line in enumerate(lines)
-            if i not in corrupt_at and i not in blank_at
+            if (i not in corrupt_at or i in salvaged) and i not in blank_at
         ]
     else:  # a plain append
         kept = lines
@@ -286,12 +293,14 @@ def _check_damaged_file(
         for entry in complete_lines(read_or_none(neighbours(site.project)["corrupt"]))
     ]
     assert [(q["line"], q["raw"]) for q in quarantined] == [
-        (i + 1, _host_text(lines[i]) + "\n") for i in corrupt_at
+        (i + 1, (decode_js(salvaged[i][0]) if i in salvaged else _host_text(lines[i])) + "\n")
+        for i in corrupt_at
     ], "the quarantine is not each corrupt line, as the host read it"
     assert all(type(q["capturedAt"]) is int for q in quarantined)
 
     result = export_bundle(site.store(), site.root / "export.json")
-    assert result.count == len(GOOD) + len(own) + 1
+    salvaged_ids = {s[1].id for s in salvaged.values()} - set(view.current)
+    assert result.count == len(GOOD) + len(own) + len(salvaged_ids) + 1
     figures.add("files fuzzed")
     figures.add("damaged lines", len(bad_at))
     figures.add("damaged lines quarantined", len(corrupt_at))
