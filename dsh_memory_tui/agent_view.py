@@ -1,0 +1,459 @@
+"""What an agent may be served, and the exact text it gets (SPEC 1, 8: "What the agent sees").
+
+One function decides which records leave the store for an agent: ``served_records``. The MCP
+server (``mcp.py``) answers its search and list tools and its resources with it, and the app's
+"What the agent sees" view shows the same function's output, so a reviewer sees exactly what
+an agent would.
+
+A record is served only when it is active, verified by a human and not expired, of this
+workspace's project file, this user's profile, the server's own session, and the shared-project
+file only when that was asked for. Unverified (proposals, imports, digests), rejected, stale,
+archived and forgotten records, other users' profiles, other sessions and other projects' lines
+never are. Search ranks like the host's ``MemoryStore.search`` (``recordRank``); lists are in
+the host's ``list()`` order; pinned records come first; at most 100 records.
+
+``mark_used`` records that records were served (the host's ``markUsed``: ``lastUsedAt``,
+``useCount``, ``updatedAt``; the revision stays), one locked batch per file through the store's
+write path. Nothing here imports textual or the MCP SDK; nothing here writes unless asked to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .errors import StoreError
+from .governance import locale_key
+from .model import (
+    Location,
+    Record,
+    RecordType,
+    Scope,
+    Status,
+    Verification,
+    is_expired,
+    js_trim,
+    now_ms,
+    parse_line,
+    text_ok,
+    utf8_len,
+)
+from .paths import StoreFile
+from .present import tags_text, when
+from .store import FileView, MemoryStore, Session
+
+MAX_RESULTS = 100  # the host's MEMORY_MAX_RESULTS
+MAX_QUERY_BYTES = 256  # the host's MEMORY_MAX_QUERY_BYTES
+NO_MATCH_RANK = 5
+
+# The scopes in the order the text names them.
+SCOPE_ORDER = (Scope.SESSION, Scope.PROJECT, Scope.SHARED, Scope.USER)
+SCOPE_WORDS = {
+    Scope.SESSION: "this session",
+    Scope.PROJECT: "this project",
+    Scope.SHARED: "everyone sharing this project",
+    Scope.USER: "every project of this user",
+}
+# Runs of letters and digits (the host splits queries on /[^\p{L}\p{N}]+/u).
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Audience:
+    """Who is being served: the agent's session (None: no session scope) and whether the
+    shared-project file is included.
+    """
+
+    session: Session | None = None
+    include_shared: bool = False
+
+    def scopes(self) -> tuple[Scope, ...]:
+        out = [Scope.SESSION] if self.session is not None else []
+        out.append(Scope.PROJECT)
+        if self.include_shared:
+            out.append(Scope.SHARED)
+        out.append(Scope.USER)
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentView:
+    """The records an agent gets for one request and the exact Markdown text of them."""
+
+    records: list[Record]
+    text: str
+    scopes: tuple[Scope, ...]
+
+    @property
+    def size(self) -> int:
+        """The text's size in UTF-8 bytes (what it costs the agent's context)."""
+        return utf8_len(self.text)
+
+
+def is_served(record: Record, now: int) -> bool:
+    """Active, verified by a human and not expired at ``now``."""
+    return (
+        record.governance.verification is Verification.VERIFIED
+        and record.status is Status.ACTIVE
+        and not is_expired(record, now)
+    )
+
+
+class Lowered(NamedTuple):
+    """A record's text as ``recordRank`` compares it (lower case)."""
+
+    title: str
+    content: str
+    tags: tuple[str, ...]
+    haystack: str
+
+
+def lowered(record: Record) -> Lowered:
+    title, content = record.title.lower(), record.content.lower()
+    tags = tuple(t.lower() for t in record.tags)
+    return Lowered(title, content, tags, f"{title} {content} {' '.join(tags)}")
+
+
+def _rank(low: Lowered, lower: str, tokens: list[str]) -> int:
+    title = low.title
+    if title == lower:
+        return 0
+    if lower in title or lower in low.content or lower in low.tags:
+        return 1
+    haystack = low.haystack
+    overlap = 0
+    for token in tokens:
+        if token in haystack:
+            overlap += 1
+    if overlap and overlap == len(tokens):
+        return 2
+    if title.startswith(lower):
+        return 3
+    for tag in low.tags:
+        if tag.startswith(lower):
+            return 3
+    return 4 if overlap else NO_MATCH_RANK
+
+
+def record_rank(record: Record, query: str) -> int:
+    """The host's ``recordRank``: 0 exact title, 1 a substring of title or content or an equal
+    tag, 2 every query token somewhere, 3 a title or tag prefix, 4 some token, 5 no match.
+    """
+    lower = query.lower()
+    return _rank(lowered(record), lower, _TOKEN.findall(lower))
+
+
+class ServeCache:
+    """What a long-running server would otherwise recompute on every request: each file's
+    served records (until the file's view changes) and each record's lower-cased text (while
+    the record is current).
+    """
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, tuple[Record, Lowered]] = {}
+        self._served: dict[object, tuple[tuple[int, int], list[Record]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def served(self, view: FileView, now: int) -> list[Record]:
+        """``view``'s served records; the same list while the view has applied no line (an
+        expiry is applied as a line, so it changes the view too).
+        """
+        signature = (view.epoch, len(view.applied))
+        entry = self._served.get(view.path)
+        if entry is not None and entry[0] == signature:
+            return entry[1]
+        records = [r for r in view.current.values() if is_served(r, now)]
+        self._served[view.path] = (signature, records)
+        return records
+
+    def lowered(self, record: Record) -> Lowered:
+        entry = self._by_id.get(record.id)
+        if entry is not None and entry[0] is record:
+            return entry[1]
+        low = lowered(record)
+        self._by_id[record.id] = (record, low)
+        return low
+
+    def retain(self, ids: set[str]) -> None:
+        """Forget the text of every record but ``ids`` (changed, forgotten, no longer served)."""
+        self._by_id = {rid: e for rid, e in self._by_id.items() if rid in ids}
+
+
+def safe_limit(limit: int | None) -> int:
+    """The host's ``safeLimit``: a positive integer up to 100, anything else 100."""
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        return min(limit, MAX_RESULTS)
+    return MAX_RESULTS
+
+
+def check_query(query: object) -> str:
+    """The host's rule for a search query (``Memory query is invalid``): a non-blank string of
+    at most 256 UTF-8 bytes without control characters. Raises ``StoreError(INVALID_RECORD)``.
+    """
+    if text_ok(query, MAX_QUERY_BYTES):
+        return query  # type: ignore[return-value]
+    if not isinstance(query, str):
+        why = "not a string"
+    elif not js_trim(query):
+        why = "blank"
+    elif utf8_len(query) > MAX_QUERY_BYTES:
+        why = f"over {MAX_QUERY_BYTES} UTF-8 bytes"
+    else:
+        why = "contains a control character"
+    raise StoreError("INVALID_RECORD", f"Memory query is invalid ({why})")
+
+
+def _scope_arg(audience: Audience, scope: Scope | str | None) -> tuple[Scope, ...]:
+    served = audience.scopes()
+    if scope is None:
+        return served
+    try:
+        wanted = Scope({"shared": "shared-project"}.get(str(scope), str(scope)))
+    except ValueError:
+        names = ", ".join(s.value for s in served)
+        raise StoreError("INVALID_RECORD", f"scope {scope!r} is not one of {names}") from None
+    if wanted not in served:
+        why = (
+            "shared-project memory is served only when the server runs with --include-shared"
+            if wanted is Scope.SHARED else "there is no session"
+        )
+        raise StoreError("INVALID_RECORD", f"scope {wanted.value} is not served: {why}")
+    return (wanted,)
+
+
+def served_files(
+    store: MemoryStore, audience: Audience, scope: Scope | str | None = None
+) -> list[StoreFile]:
+    """The files whose records may be served (``scope``: only that one)."""
+    out = []
+    for s in _scope_arg(audience, scope):
+        out.append(store.file_for(s, audience.session if s is Scope.SESSION else None))
+    return out
+
+
+def _views(store: MemoryStore, files: Iterable[StoreFile]) -> list[FileView]:
+    views = []
+    for file in files:
+        view = store.view(file)
+        view.refresh()
+        views.append(view)
+    return views
+
+
+def served_records(
+    store: MemoryStore,
+    audience: Audience,
+    *,
+    scope: Scope | str | None = None,
+    query: str | None = None,
+    record_type: RecordType | str | None = None,
+    limit: int | None = None,
+    now: int | None = None,
+    cache: ServeCache | None = None,
+) -> list[Record]:
+    """Exactly the records an agent may be served, best first, at most ``limit`` (<= 100).
+
+    Without ``query``: pinned first, then the host's list order (newest update first, then
+    id). With ``query``: only records the host's ``recordRank`` matches, best rank first,
+    pinned first among equals, then the host's order (newest update, latest use, id).
+    ``StoreError(INVALID_RECORD)`` for a bad query, scope or type. ``cache``: a
+    ``ServeCache`` kept between calls (a server's), so unchanged files are not filtered
+    again and each record's text is lower-cased once.
+    """
+    at = now_ms() if now is None else now
+    files = served_files(store, audience, scope)
+    wanted_type = None
+    if record_type is not None:
+        try:
+            wanted_type = RecordType(record_type)
+        except ValueError:
+            names = ", ".join(t.value for t in RecordType)
+            raise StoreError(
+                "INVALID_RECORD", f"type {record_type!r} is not one of {names}"
+            ) from None
+    if query is not None:
+        query = check_query(query)
+    records = []
+    for view in _views(store, files):
+        if cache is not None:
+            served = cache.served(view, at)
+        else:
+            served = [r for r in view.current.values() if is_served(r, at)]
+        records.extend(
+            served if wanted_type is None else [r for r in served if r.type is wanted_type]
+        )
+    if query is None:
+        # Pinned first, then the host's list order (``governance.host_list_order``).
+        keyed = [((not r.governance.pinned, -r.updatedAt), r) for r in records]
+    else:
+        # The host's search order, pinned first among records of one rank.
+        texts = cache if cache is not None else ServeCache()
+        lower = query.lower()
+        tokens = _TOKEN.findall(lower)
+        keyed = []
+        for r in records:
+            rank = _rank(texts.lowered(r), lower, tokens)
+            if rank < NO_MATCH_RANK:
+                key = (rank, not r.governance.pinned, -r.updatedAt, -(r.lastUsedAt or 0))
+                keyed.append((key, r))
+        if scope is None and wanted_type is None and len(texts) > len(records):
+            texts.retain({r.id for r in records})
+    return _best(keyed, safe_limit(limit))
+
+
+def _best(keyed: list[tuple[tuple[int | bool, ...], Record]], limit: int) -> list[Record]:
+    """The first ``limit`` records by (key, the host's ``localeCompare`` of the id). The id's
+    collation key is costly, so it is computed only for the records that can make the cut.
+    """
+    keyed.sort(key=lambda kr: kr[0])
+    if len(keyed) > limit:
+        cut = keyed[limit - 1][0]
+        end = limit
+        while end < len(keyed) and keyed[end][0] == cut:
+            end += 1
+        keyed = keyed[:end]
+    keyed.sort(key=lambda kr: (kr[0], locale_key(kr[1].id)))
+    return [r for _, r in keyed[:limit]]
+
+
+# ----------------------------------------------------------------------------- the text
+
+
+def _scopes_text(scopes: Sequence[Scope]) -> str:
+    return ", ".join(SCOPE_WORDS[s] for s in SCOPE_ORDER if s in scopes)
+
+
+def render_record(record: Record) -> str:
+    """One record as the agent reads it: its title, a line of facts, its content."""
+    g = record.governance
+    facts = [record.type.value, record.scope.value]
+    if g.pinned:
+        facts.append("pinned")
+    if g.verifiedAt is not None:
+        facts.append(f"verified {when(g.verifiedAt, '%Y-%m-%d')}")
+    if record.tags:
+        facts.append(f"tags: {tags_text(record.tags)}")
+    facts.append(f"id: {record.id}")
+    title = " ".join(record.title.split())
+    return f"## {title}\n\n_{' · '.join(facts)}_\n\n{record.content.strip()}\n"
+
+
+def to_markdown(
+    records: Sequence[Record], scopes: Sequence[Scope], *, query: str | None = None
+) -> str:
+    """The Markdown an agent gets for ``records`` (served from ``scopes``)."""
+    where = _scopes_text(scopes)
+    count = f"{len(records)} record{'s' if len(records) != 1 else ''}"
+    if query is None:
+        head = (
+            f"# Verified workspace memory\n\n{count} a human verified for {where}; "
+            "pinned first, then the most recently updated."
+        )
+    else:
+        head = (
+            f"# Verified workspace memory matching {json.dumps(query, ensure_ascii=False)}\n\n"
+            f"{count} a human verified for {where}; best match first."
+        )
+    if not records:
+        none = "no verified memory matches it" if query is not None else "no verified memory yet"
+        return f"{head}\n\nNothing to show: {none}.\n"
+    return head + "\n\n" + "\n".join(render_record(r) for r in records)
+
+
+def agent_view(
+    store: MemoryStore,
+    audience: Audience,
+    *,
+    scope: Scope | str | None = None,
+    query: str | None = None,
+    record_type: RecordType | str | None = None,
+    limit: int | None = None,
+    now: int | None = None,
+    cache: ServeCache | None = None,
+) -> AgentView:
+    """``served_records`` and their Markdown: exactly what an agent gets (the resources, the
+    tools' text, the app's "What the agent sees").
+    """
+    records = served_records(
+        store, audience, scope=scope, query=query, record_type=record_type, limit=limit,
+        now=now, cache=cache,
+    )
+    scopes = _scope_arg(audience, scope)
+    return AgentView(records, to_markdown(records, scopes, query=query), scopes)
+
+
+# ----------------------------------------------------------------------------- use
+
+
+def used_version(record: Record, now: int, location: Location) -> Record:
+    """The record after one more use, as the host's ``markUsed`` writes it: ``updatedAt`` and
+    ``lastUsedAt`` now, ``useCount`` + 1, everything else (the revision too) unchanged.
+    """
+    data = json.loads(record.to_line())
+    out: dict[str, object] = {}
+    for key, value in data.items():
+        if key == "lastUsedAt":
+            continue
+        out[key] = value
+        if key == "updatedAt":
+            out["updatedAt"] = max(now, record.updatedAt)
+            out["lastUsedAt"] = now
+    out["useCount"] = record.useCount + 1
+    line = json.dumps(out, separators=(",", ":"), allow_nan=False).encode()
+    used = parse_line(line, location)
+    if not isinstance(used, Record):  # pragma: no cover - the record was valid here
+        raise StoreError("INVALID_RECORD", f"{record.id}: its use cannot be recorded")
+    return used
+
+
+def _file_of(store: MemoryStore, record: Record) -> StoreFile:
+    if record.scope is Scope.SESSION:
+        session_id, _, root = record.scopeKey.rpartition("|")
+        return store.file_for(Scope.SESSION, (session_id, root))
+    return store.file_for(record.scope)
+
+
+def mark_used(
+    store: MemoryStore,
+    records: Iterable[Record],
+    *,
+    now: int | None = None,
+    confirm_shared: bool = False,
+) -> list[Record]:
+    """Record one use of each of ``records``: one locked batch per file. A record that
+    changed meanwhile (another revision or content) or is no longer served is skipped, and so
+    is every shared-project record unless ``confirm_shared``. Returns the lines written.
+    """
+    by_key: dict[tuple[Scope, str], dict[str, Record]] = {}
+    for record in records:
+        if record.scope is Scope.SHARED and not confirm_shared:
+            continue
+        by_key.setdefault((record.scope, record.scopeKey), {})[record.id] = record
+    written: list[Record] = []
+    for wanted in by_key.values():
+        file = _file_of(store, next(iter(wanted.values())))
+
+        def build(
+            view: FileView, wanted: dict[str, Record] = wanted
+        ) -> tuple[list[Record], list[Record]]:
+            at = store.clock() if now is None else now
+            out = []
+            for rid, seen in wanted.items():
+                current = view.current.get(rid)
+                if (
+                    current is None
+                    or current.governance.revision != seen.governance.revision
+                    or current.contentHash != seen.contentHash
+                    or not is_served(current, at)
+                ):
+                    continue
+                out.append(used_version(current, at, view.location))
+            return out, out
+
+        written.extend(store.write(file, build, confirm_shared=confirm_shared))
+    return written

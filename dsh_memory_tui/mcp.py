@@ -1,0 +1,397 @@
+"""``dsh-memory mcp``: a stdio MCP server through which any agent proposes memory and reads back
+only what a human verified (SPEC 1, 6; issue 14). Built on the official Python SDK, 2.x
+(``mcp.server.mcpserver.MCPServer``), an optional extra: ``pip install 'dsh-memory-tui[mcp]'``.
+
+Tools:
+
+- ``workspace_memory_propose``: what the host's ``proposeMemory`` writes (model-suggested,
+  unverified, provenance ``agent`` / ``memory proposal`` with the session id, sourceRefs the
+  session and, when the client names its tool call in ``_meta``, an event ref with that id),
+  through ``MemoryStore.propose``; it answers with the host's sentence.
+- ``workspace_memory_search`` / ``workspace_memory_list``: ``agent_view.served_records`` as
+  Markdown (active, verified, unexpired; this project, this user, this session; shared-project
+  only with ``--include-shared``).
+
+Resources ``memory://verified`` and ``memory://verified/<scope>``: the same text as the list.
+Every record served counts as used once per server run (``agent_view.mark_used``: one locked
+batch per file; shared-project records only with ``--yes-shared``).
+
+The SDK is imported only when a server is built, so the rest of the package never needs it.
+"""
+
+import gc
+import logging
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from .agent_view import (
+    AgentView,
+    Audience,
+    ServeCache,
+    agent_view,
+    mark_used,
+    served_files,
+)
+from .errors import StoreError
+from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
+from .store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "dsh-memory"
+EXTRA = "dsh-memory-tui[mcp]"
+SDK_REQUIREMENT = "mcp>=2.3,<3"
+PROPOSE_TOOL = "workspace_memory_propose"
+SEARCH_TOOL = "workspace_memory_search"
+LIST_TOOL = "workspace_memory_list"
+RESOURCE_URI = "memory://verified"
+TYPES = tuple(t.value for t in RecordType)
+PROPOSE_SCOPES = ("project", "session")
+SERVED_SCOPES = tuple(s.value for s in Scope)
+# Where clients put the id of the model's tool call in a request's ``_meta`` (Claude Code,
+# Copilot, and the generic names some clients use). The first non-blank one is the event ref.
+TOOL_CALL_ID_KEYS = (
+    "claudecode/toolUseId", "copilot/toolCallId", "toolCallId", "tool_call_id", "callId",
+)
+
+INSTRUCTIONS = (
+    "Workspace Memory keeps durable project decisions, preferences, conventions and facts that "
+    "a human reviewed. Before relying on what you remember about this project, search it with "
+    f"{SEARCH_TOOL} (or read {RESOURCE_URI}); only memory a human verified is returned. When "
+    "you establish or change a stable decision, a user preference, a coding convention or a "
+    f"durable project fact, propose it with {PROPOSE_TOOL}: proposals are stored unverified "
+    "for the user to review and are never returned to any agent until the user verifies them. "
+    "Do not propose transient details, secrets, credentials, or facts the user can trivially "
+    "re-derive."
+)
+PROPOSE_DESCRIPTION = (
+    "Propose a durable project decision, preference, convention, or fact for the user to "
+    "review and keep in local Workspace Memory. Proposals are stored unverified and are never "
+    "injected into the model context automatically; the user must confirm them."
+)
+SEARCH_DESCRIPTION = (
+    "Search the Workspace Memory a human verified (this project, this user, this session): "
+    "best match first, at most 100 records, as Markdown. Unverified proposals are never "
+    "returned."
+)
+LIST_DESCRIPTION = (
+    "List the Workspace Memory a human verified (this project, this user, this session): "
+    "pinned first, then the most recently updated, at most 100 records, as Markdown."
+)
+
+
+def missing_extra(detail: str = "") -> StoreError:
+    why = f" ({detail})" if detail else ""
+    return StoreError(
+        "MISSING_EXTRA",
+        f"dsh-memory mcp needs the optional extra {EXTRA} ({SDK_REQUIREMENT}){why}: "
+        f"pip install '{EXTRA}'",
+    )
+
+
+def load_sdk() -> dict[str, Any]:
+    """The SDK's names this server uses; ``StoreError(MISSING_EXTRA)`` when it is missing or
+    of another major version.
+    """
+    try:
+        from mcp.server.mcpserver import Context, MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.types import ToolAnnotations
+    except ImportError as exc:
+        from importlib import metadata
+
+        try:
+            version = metadata.version("mcp")
+        except metadata.PackageNotFoundError:
+            raise missing_extra() from None
+        raise missing_extra(f"mcp {version} is installed: {exc}") from None
+    return {
+        "Context": Context, "MCPServer": MCPServer, "ToolError": ToolError,
+        "ToolAnnotations": ToolAnnotations,
+    }
+
+
+def tool_call_id(meta: Any) -> str | None:
+    """The client's id of the model's tool call, from a request's ``_meta``, or None. An id
+    the host could not store as a sourceRef (too long, control characters) is ignored.
+    """
+    if not isinstance(meta, dict):
+        return None
+    for key in TOOL_CALL_ID_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and js_trim(value):
+            value = js_trim(value)  # the host's eventId.trim()
+            return value if text_ok(value, MAX_ID_BYTES) else None
+    return None
+
+
+def _host_check(ok: bool, message: str) -> None:
+    if not ok:
+        raise StoreError("INVALID_RECORD", message)
+
+
+class MemoryServer:
+    """The server's behaviour without the protocol: one store, one session, one audience.
+    Thread-safe (the SDK runs sync tools on worker threads); every method raises StoreError.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        session_id: str,
+        *,
+        include_shared: bool = False,
+        confirm_shared: bool = False,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.audience = Audience((session_id, None), include_shared)
+        self.confirm_shared = confirm_shared
+        self._lock = threading.Lock()
+        self._used: set[str] = set()  # ids whose use this run has written
+        self._cache = ServeCache()
+        self._epochs: tuple[int, ...] = ()
+
+    # ----------------------------------------------------------------- proposals
+
+    def propose(
+        self,
+        record_type: Any,
+        title: Any,
+        content: Any,
+        tags: Any = None,
+        scope: Any = None,
+        call_id: str | None = None,
+    ) -> str:
+        """The host's ``proposeMemory`` and its answer."""
+        # The host's assertProposalArgs, in its order, with its messages.
+        _host_check(scope is None or scope in PROPOSE_SCOPES,
+                    f"Memory proposal scope is invalid (scope {scope!r} is not project or "
+                    "session)")
+        _host_check(record_type in TYPES,
+                    f"Memory proposal type is invalid ({record_type!r} is not one of "
+                    f"{', '.join(TYPES)})")
+        _host_check(isinstance(title, str) and bool(js_trim(title)),
+                    "Memory proposal title is required")
+        _host_check(isinstance(content, str) and bool(js_trim(content)),
+                    "Memory proposal content is required")
+        _host_check(tags is None or (isinstance(tags, list)
+                                     and all(isinstance(t, str) for t in tags)),
+                    "Memory proposal tags are invalid (a list of strings)")
+        refs = [SourceRef(kind="event", id=call_id)] if call_id else []
+        with self._lock:
+            result = self.store.propose(
+                scope or "project", record_type, title, content, tags or [],
+                source_refs=refs, session=(self.session_id, None),
+            )
+        saved = result.record
+        return (
+            f'Saved memory proposal "{saved.title}" ({saved.scope.value} scope) for your review. '
+            "It is not injected into context until the user verifies it."
+        )
+
+    # ----------------------------------------------------------------- serving
+
+    def view(self, **kwargs: Any) -> AgentView:
+        """``agent_view`` for this server's audience, with the use of what it returns
+        recorded (once per record per server run).
+        """
+        with self._lock:
+            got = agent_view(self.store, self.audience, cache=self._cache, **kwargs)
+            self._record_use(got.records)
+            self.settle()
+        return got
+
+    def settle(self) -> None:
+        """After a file was (re)loaded, exempt what is alive now from the cyclic GC: the
+        records are acyclic and freed by reference counting, but a full collection would
+        walk every one of them every few requests (a 100 ms stall with 7,000 records).
+        """
+        epochs = tuple(
+            self.store.view(file).epoch for file in served_files(self.store, self.audience)
+        )
+        if epochs != self._epochs:
+            self._epochs = epochs
+            gc.freeze()
+
+    def search(
+        self, query: Any, scope: Any = None, record_type: Any = None, limit: Any = None
+    ) -> str:
+        return self.view(query=query, scope=scope, record_type=record_type, limit=limit).text
+
+    def list_records(self, scope: Any = None) -> str:
+        return self.view(scope=scope).text
+
+    def _record_use(self, records: Sequence[Record]) -> None:
+        fresh = [r for r in records if r.id not in self._used]
+        if not fresh:
+            return
+        try:
+            written = mark_used(self.store, fresh, confirm_shared=self.confirm_shared)
+        except StoreError as exc:  # bookkeeping: the agent still gets its records
+            log.warning("use counts not written: %s", exc)
+            return
+        self._used.update(r.id for r in written)
+
+
+def build_server(memory: MemoryServer) -> Any:
+    """The ``MCPServer`` over ``memory``: three tools and the resources."""
+    sdk = load_sdk()
+    Context, MCPServer, ToolError = sdk["Context"], sdk["MCPServer"], sdk["ToolError"]
+    ToolAnnotations = sdk["ToolAnnotations"]
+    server = MCPServer(
+        SERVER_NAME, title="Workspace Memory", instructions=INSTRUCTIONS,
+        version=_version(), log_level="WARNING",
+    )
+
+    def run(call: Callable[[], str]) -> str:
+        try:
+            return call()
+        except StoreError as exc:
+            raise ToolError(str(exc)) from None
+
+    def read_only(title: str) -> Any:
+        return ToolAnnotations(title=title, read_only_hint=True, open_world_hint=False)
+
+    # Arguments are typed Any with the schema written out, so that a wrong one is checked by
+    # the host's rules (and answered with its message), not by pydantic's.
+    text = {"type": "string"}
+    optional_scope = {"anyOf": [{"type": "string", "enum": list(SERVED_SCOPES)}, {"type": "null"}],
+                      "default": None}
+    optional_type = {"anyOf": [{"type": "string", "enum": list(TYPES)}, {"type": "null"}],
+                     "default": None}
+
+    @server.tool(
+        PROPOSE_TOOL, title="Propose workspace memory", description=PROPOSE_DESCRIPTION,
+        structured_output=False,
+        annotations=ToolAnnotations(
+            title="Propose workspace memory", read_only_hint=False, destructive_hint=False,
+            idempotent_hint=False, open_world_hint=False,
+        ),
+    )
+    def propose(
+        type: Annotated[Any, Field(
+            description="Record type: decision, preference, convention, or fact.",
+            json_schema_extra={"type": "string", "enum": list(TYPES)},
+        )],
+        title: Annotated[Any, Field(
+            description="Short title (max 256 bytes).", json_schema_extra=text)],
+        content: Annotated[Any, Field(
+            description="Content (max 64 KiB).", json_schema_extra=text)],
+        ctx: Context,
+        tags: Annotated[Any, Field(
+            description="Optional tags (at most 32, each at most 64 bytes).",
+            json_schema_extra={"type": "array", "items": text},
+        )] = None,
+        scope: Annotated[Any, Field(
+            description="Target scope: project (default) or session.",
+            json_schema_extra={"type": "string", "enum": list(PROPOSE_SCOPES)},
+        )] = None,
+    ) -> str:
+        call_id = tool_call_id(ctx.request_context.meta)
+        return run(lambda: memory.propose(type, title, content, tags, scope, call_id))
+
+    @server.tool(
+        SEARCH_TOOL, title="Search verified workspace memory", description=SEARCH_DESCRIPTION,
+        structured_output=False, annotations=read_only("Search verified workspace memory"),
+    )
+    def search(
+        query: Annotated[Any, Field(
+            description="What to look for (max 256 bytes).", json_schema_extra=text)],
+        scope: Annotated[Any, Field(
+            description="Only this scope: session, project, shared-project or user.",
+            json_schema_extra=optional_scope,
+        )] = None,
+        type: Annotated[Any, Field(
+            description="Only this type: decision, preference, convention, or fact.",
+            json_schema_extra=optional_type,
+        )] = None,
+        limit: Annotated[Any, Field(
+            description="At most this many records (1-100; default 100).",
+            json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1, "maximum": 100},
+                                         {"type": "null"}], "default": None},
+        )] = None,
+    ) -> str:
+        return run(lambda: memory.search(query, scope, type, limit))
+
+    @server.tool(
+        LIST_TOOL, title="List verified workspace memory", description=LIST_DESCRIPTION,
+        structured_output=False, annotations=read_only("List verified workspace memory"),
+    )
+    def list_memory(
+        scope: Annotated[Any, Field(
+            description="Only this scope: session, project, shared-project or user.",
+            json_schema_extra=optional_scope,
+        )] = None,
+    ) -> str:
+        return run(lambda: memory.list_records(scope))
+
+    def resource(scope: Scope | None) -> Callable[[], str]:
+        def read() -> str:
+            return memory.view(scope=scope).text
+
+        return read
+
+    server.resource(
+        RESOURCE_URI, name="verified-memory", title="Verified workspace memory",
+        description="Every record a human verified that this server serves, as Markdown.",
+        mime_type="text/markdown",
+    )(resource(None))
+    for scope in memory.audience.scopes():
+        server.resource(
+            f"{RESOURCE_URI}/{scope.value}", name=f"verified-memory-{scope.value}",
+            title=f"Verified {scope.value} memory",
+            description=f"The verified {scope.value} records this server serves, as Markdown.",
+            mime_type="text/markdown",
+        )(resource(scope))
+    return server
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def session_id_for(session: str | None) -> str:
+    """``--session``, else ``DSH_SESSION_ID``, else one made for this server run. USAGE for
+    an id the host cannot store.
+    """
+    value = session or os.environ.get("DSH_SESSION_ID") or f"mcp-{uuid.uuid4()}"
+    if not text_ok(value, MAX_ID_BYTES) or "|" in value:
+        raise StoreError("USAGE", f"session id {value!r} is not a usable id (1-256 bytes, no "
+                         "control character or '|')")
+    return value
+
+
+def serve(
+    store: MemoryStore,
+    *,
+    session: str | None = None,
+    include_shared: bool = False,
+    yes_shared: bool = False,
+) -> None:
+    """Run the server on stdin/stdout until the client closes it."""
+    load_sdk()
+    memory = MemoryServer(
+        store, session_id_for(session), include_shared=include_shared, confirm_shared=yes_shared
+    )
+    server = build_server(memory)
+    try:  # load the files now, so the first call is as fast as the others
+        for file in served_files(store, memory.audience):
+            store.view(file).refresh()
+        memory.settle()
+    except StoreError as exc:
+        log.warning("%s", exc)
+    print(
+        f"dsh-memory mcp: workspace {store.paths.workspace}, user {store.user_id}, session "
+        f"{memory.session_id}{', shared-project included' if include_shared else ''}",
+        file=sys.stderr, flush=True,
+    )
+    server.run("stdio")
