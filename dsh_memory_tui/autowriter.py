@@ -1,9 +1,17 @@
-"""The session digest writer (SPEC 6): tool results in, one derived ``fact`` per distinct digest.
+"""The session digest writer (SPEC 6): the host's ``writeAutoFact``, from our tool-result lines.
 
 The host (or ``dsh-memory auto-write``) hands every tool result to ``AutoWriter.on_tool_result``.
-The writer keeps, per session, the net effect of every tool record so far on each path and,
-``debounce_s`` after a session's last result, writes that session's digest once. Nothing here
-raises into the host: every failure is skipped with a debug log line (SPEC 6.5).
+The writer keeps, per session, every file observation the host's own pipeline would make of those
+results (``sessionToolRecords`` -> ``SessionActivityObserver`` -> ``recordActivity``) and,
+``debounce_s`` after a session's last result, writes that session's digest exactly as the host's
+``writeAutoFact`` does: the same id, content, tags, source refs, merge on a repeat and six-digest
+cap. Nothing here raises into the host: every failure is skipped with a debug log line.
+
+How one of our lines maps to the host's tool events (``docs/autowriter.md``): each ``files[]``
+entry is one tool call at the line's ``seq`` (``create`` -> ``write_file`` "Created file",
+``modify`` -> ``edit_file``, ``delete`` -> ``delete_file``; ``"ok": false`` -> an error result);
+the session's workspace root is the canonical ``cwd`` of its first line (the host's session
+header ``cwd``).
 
 An ``AutoWriter`` does no I/O in ``on_tool_result`` and starts no thread: the caller's loop waits
 at most ``due()`` seconds for input, then calls ``flush_due()``. It is not thread-safe.
@@ -14,11 +22,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import posixpath
+import re
 import select
 import signal
 import stat
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,9 +40,11 @@ from typing import Any
 from watchfiles import watch
 
 from .errors import StoreError
-from .governance import PIN_FIELDS, VERIFIED_FIELDS, Action, transition
+from .governance import locale_key
 from .jsonl import TailReader
 from .model import (
+    MAX_SAFE_INTEGER,
+    MAX_SOURCE_REFS,
     Origin,
     Provenance,
     ProvenanceKind,
@@ -41,26 +54,36 @@ from .model import (
     Scope,
     SourceRef,
     Status,
-    Verification,
+    conflict_group_for,
     content_hash,
+    js_trim,
     make_record,
+    new_id,
     next_revision,
     session_scope_key,
     sha256_hex,
 )
 from .store import FileView, MemoryStore
+from .store.memory import merge_refs
 
 log = logging.getLogger("dsh_memory_tui.autowriter")
 
 DEBOUNCE_S = 0.5
 DIGEST_TITLE = "Session workspace digest (auto)"
+DIGEST_TAGS = ("auto", "workspace")
 PROVENANCE_NOTE = "workspace auto-writer"
 MAX_ACTIVE_DIGESTS = 6
-MAX_LISTED_PATHS = 20
 _OPS = frozenset({"create", "modify", "delete"})
+_KIND = {"create": "CREATED", "modify": "MODIFIED", "delete": "DELETED"}
 _READ_CHUNK = 1 << 16
 # How much input a stopping reader still takes in (what the host sent before the signal).
 _DRAIN_LIMIT = 64 << 20
+
+# The host's workspaceRelativePath(): what it drops before a path becomes an observation.
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_SCHEME = re.compile("[A-Za-z][A-Za-z0-9+.-]*:")
+_DRIVE = re.compile("[A-Za-z]:")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class MalformedEvent(ValueError):
@@ -71,16 +94,78 @@ class MalformedEvent(ValueError):
         self.reason = reason
 
 
-def _listing(paths: tuple[str, ...]) -> str:
-    shown = ", ".join(paths[:MAX_LISTED_PATHS])
-    if len(paths) > MAX_LISTED_PATHS:
-        shown += f", … (+{len(paths) - MAX_LISTED_PATHS} more)"
-    return shown
+# ------------------------------------------------------------------ the host's path rules
+
+
+def workspace_path(value: str, root: str, cwd: str) -> str | None:
+    """A tool's path as the host's ``sessionToolRecords`` keeps it (its ``workspaceRelativePath``),
+    or None when the host drops it: blank, control characters, a URL or ``C:`` form, any ``..``
+    segment, a Windows absolute path, or an absolute path outside ``root`` (or ``root`` itself).
+
+    ``\\`` becomes ``/``; a relative path is kept as written (relative to the workspace). Ours
+    adds one case the host never meets (its tools run in the workspace): a relative path of a
+    result whose ``cwd`` is not the session's root is taken relative to that ``cwd``.
+    """
+    text = js_trim(value)
+    if not text or _CONTROL.search(text) or _SCHEME.match(text):
+        return None
+    slashed = text.replace("\\", "/")
+    if ".." in slashed.split("/"):
+        return None
+    if not text.startswith("/"):
+        if text.startswith("\\"):
+            return None  # a Windows absolute path (\\server\share, \dir): foreign here
+        if cwd == root:
+            return slashed
+        text = posixpath.join(cwd, slashed)
+    rel = posixpath.relpath(posixpath.normpath("/" + text.lstrip("/")), root)
+    if rel == "." or rel == ".." or rel.startswith("../"):
+        return None
+    return rel
+
+
+def normalize_path(kept: str) -> str | None:
+    """The host's ``normalizeWorkspacePath`` of a kept path: ``\\`` as ``/``, empty and ``.``
+    segments dropped. None where the host's throws (a path that now starts with ``/`` or a
+    drive letter), which would lose the session's whole digest there: only the path is dropped.
+    """
+    logical = kept.replace("\\", "/")
+    if logical.startswith("/") or _DRIVE.match(logical):
+        return None
+    return "/".join(s for s in logical.split("/") if s and s != ".")
+
+
+def _collation_key(text: str) -> tuple[Any, ...]:
+    """A sort key close to node's ``localeCompare`` (ICU root collation): ASCII exactly, accented
+    letters next to their base letter (accents, then case, break ties)."""
+    if text.isascii():
+        primary, case = locale_key(text)
+        return primary, (), case
+    prim: list[int] = []
+    accents: list[tuple[int, ...]] = []
+    case_: list[int] = []
+    for ch in text:
+        decomposed = unicodedata.normalize("NFD", ch)
+        base = decomposed[0]
+        prim.extend(locale_key(base)[0])
+        accents.append(tuple(ord(m) for m in decomposed[1:]))
+        case_.append(1 if base != base.lower() else 0)
+    return tuple(prim), tuple(accents), tuple(case_)
+
+
+def _js_json(value: Any) -> str:
+    """``JSON.stringify(value)`` for lists and dicts of strings (a lone surrogate escaped)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+# ------------------------------------------------------------------ the digest
 
 
 @dataclass(frozen=True, slots=True)
 class Digest:
-    """The net effect of a session's tool results, as shown paths in first-touched order."""
+    """The host's fact payload: paths by their latest operation, in first-touched order, and the
+    files created in the session (artifacts) in ``localeCompare`` order."""
 
     created: tuple[str, ...]
     modified: tuple[str, ...]
@@ -89,28 +174,32 @@ class Digest:
 
     @property
     def key(self) -> str:
-        """``"<created>/<modified>/<deleted>/<artifacts>"``: what the stable id hashes."""
-        counts = (self.created, self.modified, self.deleted, self.artifacts)
-        return "/".join(str(len(paths)) for paths in counts)
+        """The host's digestKey: 24 hex of sha256(JSON.stringify({created, modified, deleted,
+        artifacts}))."""
+        payload = {
+            "created": list(self.created), "modified": list(self.modified),
+            "deleted": list(self.deleted), "artifacts": list(self.artifacts),
+        }
+        return sha256_hex(_js_json(payload))[:24]
 
     @property
     def content(self) -> str:
-        """The record's content, exactly as SPEC 6 step 2 lays it out."""
+        """The record's content, exactly as the host's ``buildAutoFactContent`` lays it out."""
         c, m, d = len(self.created), len(self.modified), len(self.deleted)
-        lines = [f"Files touched: {c + m + d} ({c} created, {m} modified, {d} deleted)"]
+        lines = [f"Files touched: {c + m + d} ({c} created, {m} modified, {d} deleted)."]
         for label, paths in (
             ("Created", self.created), ("Modified", self.modified), ("Deleted", self.deleted),
         ):
             if paths:
-                lines.append(f"{label}: {_listing(paths)}")
-        if self.artifacts:
-            lines.append(f"Artifacts: {len(self.artifacts)} — {_listing(self.artifacts)}")
+                lines.append(f"{label}: {', '.join(paths)}")
+        shown = f" — {', '.join(self.artifacts)}" if self.artifacts else ""
+        lines.append(f"Artifacts: {len(self.artifacts)}{shown}.")
         return "\n".join(lines)
 
 
 def digest_id(scope_key: str, digest: Digest) -> str:
-    """``memory:auto:fact:<16 hex of sha256(scopeKey)>:<24 hex of sha256(digest key)>``."""
-    return f"{digest_id_prefix(scope_key)}{sha256_hex(digest.key)[:24]}"
+    """``memory:auto:fact:<16 hex of sha256(scopeKey)>:<digestKey>``."""
+    return f"{digest_id_prefix(scope_key)}{digest.key}"
 
 
 def digest_id_prefix(scope_key: str) -> str:
@@ -118,50 +207,73 @@ def digest_id_prefix(scope_key: str) -> str:
     return f"memory:auto:fact:{sha256_hex(scope_key)[:16]}:"
 
 
-class _PathEffect:
-    """One path's net effect: did it exist before the session touched it, does it now."""
+class _File:
+    """One path of the host's activity projection (``SessionFileProjection``)."""
 
-    __slots__ = ("existed", "exists", "artifact")
+    __slots__ = ("last_kind", "created")
 
-    def __init__(self, existed: bool) -> None:
-        self.existed = existed
-        self.exists = existed
-        self.artifact = False
+    def __init__(self, kind: str) -> None:
+        self.last_kind = kind
+        self.created = kind == "CREATED"
 
 
 @dataclass(slots=True)
 class _Session:
+    """One session's tool records as the host's observer replays them."""
+
     session_id: str
     root_id: str
-    cwd: str  # the cwd of the session's first result: shown paths are relative to it
-    paths: dict[str, _PathEffect] = field(default_factory=dict)  # first-touched order
-    last_seq: int = -1
+    root: str  # the canonical cwd of the session's first result: the host's workspace root
+    # Every observation (seq, path as kept, normalized path, kind), in arrival order; ids the
+    # host's recordActivity dedupes on are (seq, path as kept).
+    observations: list[tuple[int, str, str, str]] = field(default_factory=list)
+    seen: set[tuple[int, str]] = field(default_factory=set)
+    files: dict[str, _File] = field(default_factory=dict)  # first-touched order
+    sorted_upto: int = -1  # the highest seq applied to ``files``; lower ones need a replay
+    replay: bool = False
+    last_seq: int = 0  # the highest seq of any tool record (failed ones too): latestEventSeq
 
     @property
     def scope_key(self) -> str:
         return session_scope_key(self.session_id, self.root_id)
 
+    def observe(self, seq: int, kept: str, path: str, kind: str) -> None:
+        if (seq, kept) in self.seen:
+            return  # the same observation id: the host's recordActivity drops it
+        self.seen.add((seq, kept))
+        self.observations.append((seq, kept, path, kind))
+        if seq < self.sorted_upto:
+            self.replay = True  # an older seq: the host sorts by seq before replaying
+        elif not self.replay:
+            self.sorted_upto = seq
+            self._apply(path, kind)
+
+    def _apply(self, path: str, kind: str) -> None:
+        file = self.files.get(path)
+        if file is None:
+            self.files[path] = _File(kind)
+        else:
+            file.last_kind = kind  # the latest (or equal) seq wins
+            file.created = file.created or kind == "CREATED"
+
     def digest(self) -> Digest | None:
-        """The digest so far; None when the net effect touches no file."""
-        prefix = self.cwd if self.cwd.endswith(os.sep) else self.cwd + os.sep
-        created: list[str] = []
-        modified: list[str] = []
-        deleted: list[str] = []
-        flagged: list[str] = []
-        for path, effect in self.paths.items():
-            if effect.existed:
-                target = modified if effect.exists else deleted
-            elif effect.exists:
-                target = created
-            else:
-                continue  # created then deleted: gone
-            shown = path[len(prefix):] if path.startswith(prefix) else path
-            target.append(shown)
-            if effect.artifact and effect.exists:
-                flagged.append(shown)
-        if not (created or modified or deleted):
+        """The digest so far; None when nothing was touched (the host writes nothing)."""
+        if self.replay:
+            self.files = {}
+            for _seq, _kept, path, kind in sorted(self.observations, key=lambda o: o[0]):
+                self._apply(path, kind)
+            self.sorted_upto = max((o[0] for o in self.observations), default=-1)
+            self.replay = False
+        if not self.files:
             return None
-        return Digest(tuple(created), tuple(modified), tuple(deleted), tuple(flagged or created))
+        by_kind: dict[str, list[str]] = {"CREATED": [], "MODIFIED": [], "DELETED": []}
+        for path, file in self.files.items():
+            by_kind[file.last_kind].append(path)
+        artifacts = sorted((p for p, f in self.files.items() if f.created), key=_collation_key)
+        return Digest(
+            tuple(by_kind["CREATED"]), tuple(by_kind["MODIFIED"]), tuple(by_kind["DELETED"]),
+            tuple(artifacts),
+        )
 
 
 def _as_object(event: dict[str, Any] | str | bytes) -> dict[str, Any]:
@@ -182,8 +294,9 @@ def _text(event: dict[str, Any], key: str) -> str:
     return value
 
 
-def _file_changes(event: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """``(path, op, flagged as an artifact)`` for each entry of ``files``, all checked first."""
+def _file_changes(event: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(path, op)`` for each entry of ``files``, all checked first. ``artifact`` is checked
+    for its type and otherwise ignored, as the host ignores it (artifacts are created files)."""
     files = event.get("files", [])
     if not isinstance(files, list):
         raise MalformedEvent("files is not a list")
@@ -198,12 +311,12 @@ def _file_changes(event: dict[str, Any]) -> list[tuple[str, str, bool]]:
             raise MalformedEvent(f"op {op!r} is not create, modify or delete")
         if not isinstance(artifact, bool):
             raise MalformedEvent("artifact is not true or false")
-        out.append((path, op, artifact))
+        out.append((path, op))
     return out
 
 
 class AutoWriter:
-    """Turns a host's tool results into one session-scope digest per distinct net effect.
+    """Turns a host's tool results into the host's session digests (``writeAutoFact``).
 
     ``store`` None means the host has no memory store: results are still followed, and each
     digest that falls due is skipped with a debug line. ``clock`` (seconds, never going
@@ -220,37 +333,35 @@ class AutoWriter:
         self.store = store
         self.debounce_s = debounce_s
         self.clock = clock
-        self.written = 0  # digests written (new records and new revisions) so far
+        self.written = 0  # digest lines written (new records and merges) so far
         self._sessions: dict[tuple[str, str], _Session] = {}
         # Sessions waiting for their digest, in due order: a result moves its session to the
         # end with due = now + debounce, and the clock never goes backwards.
         self._pending: dict[tuple[str, str], float] = {}
+        self._canonical: dict[str, str] = {}  # cwd -> its realpath
 
     # ----------------------------------------------------------------- taking results
 
     def on_tool_result(self, event: dict[str, Any] | str | bytes) -> None:
         """Take one tool result (an object, or its JSON text). Never raises: a malformed
-        result, or one whose cwd does not exist, is skipped with a debug line; ``"ok": false``
-        is ignored.
+        result, or one whose cwd does not exist, is skipped with a debug line.
         """
         try:
             self._take(event)
         except MalformedEvent as exc:
             log.debug("auto-writer: skipped a malformed tool result: %s", exc.reason)
-        except Exception as exc:  # SPEC 6.5: nothing reaches the host
+        except Exception as exc:  # nothing reaches the host
             log.debug("auto-writer: skipped a tool result: %s: %s", type(exc).__name__, exc)
 
     def _take(self, event: dict[str, Any] | str | bytes) -> None:
         obj = _as_object(event)
         ok = obj.get("ok")
-        if ok is False:
-            return
-        if ok is not True:
+        if not isinstance(ok, bool):
             raise MalformedEvent("ok is not true or false")
         key = (_text(obj, "sessionId"), _text(obj, "rootId"))
         seq = obj.get("seq")
-        if type(seq) is not int or seq < 0:
-            raise MalformedEvent("seq is not a non-negative integer")
+        if type(seq) is not int or not 0 <= seq <= MAX_SAFE_INTEGER:
+            raise MalformedEvent("seq is not a non-negative safe integer")
         cwd = _text(obj, "cwd")
         if not os.path.isabs(cwd):
             raise MalformedEvent(f"cwd {cwd!r} is not an absolute path")
@@ -259,21 +370,22 @@ class AutoWriter:
             log.debug("auto-writer: skipped seq %d of session %s: cwd %s does not exist",
                       seq, key[0], cwd)
             return
-        cwd = os.path.normpath(cwd)
+        if not changes:
+            return  # no tool call: the host sees no event at all
+        cwd = self._canonical.get(cwd) or self._canonical.setdefault(cwd, os.path.realpath(cwd))
         session = self._sessions.get(key)
         if session is None:
             session = self._sessions[key] = _Session(key[0], key[1], cwd)
-        paths = session.paths
-        for path, op, artifact in changes:
-            full = os.path.normpath(os.path.join(cwd, path))
-            effect = paths.get(full)
-            if effect is None:
-                effect = paths[full] = _PathEffect(existed=op != "create")
-            effect.exists = op != "delete"
-            if artifact:
-                effect.artifact = True
         if seq > session.last_seq:
             session.last_seq = seq
+        if ok:
+            for path, op in changes:
+                kept = workspace_path(path, session.root, cwd)
+                logical = None if kept is None else normalize_path(kept)
+                if kept is None or logical is None:
+                    log.debug("auto-writer: %r is not a workspace path; dropped", path)
+                else:
+                    session.observe(seq, kept, logical, _KIND[op])
         self._pending.pop(key, None)
         self._pending[key] = self.clock() + self.debounce_s
 
@@ -286,7 +398,8 @@ class AutoWriter:
         return max(0.0, next(iter(self._pending.values())) - self.clock())
 
     def flush_due(self) -> list[str]:
-        """Write the digests whose debounce has run out; returns the ids written."""
+        """Write the digests whose debounce has run out; returns the ids of the digests whose
+        line was written."""
         now = self.clock()
         keys = []
         for key, due_at in self._pending.items():
@@ -300,7 +413,7 @@ class AutoWriter:
         return self._flush(list(self._pending))
 
     def digest(self, session_id: str, root_id: str) -> Digest | None:
-        """The digest a session's results so far make (None: unknown, or no file touched)."""
+        """The digest a session's results so far make (None: unknown, or nothing touched)."""
         session = self._sessions.get((session_id, root_id))
         return session.digest() if session is not None else None
 
@@ -308,7 +421,7 @@ class AutoWriter:
         written = []
         for key in keys:
             del self._pending[key]
-            record_id = self._write_digest(self._sessions[key])
+            record_id = self._write_digest(self._sessions[key]) if key in self._sessions else None
             if record_id is not None:
                 written.append(record_id)
         self.written += len(written)
@@ -326,74 +439,98 @@ class AutoWriter:
         try:
             store = self.store
             file = store.paths.session_file(session.session_id, session.root_id)
-            return store.write(file, lambda view: self._build(store, view, session, digest))
+            return store.write(file, lambda view: _build(store, view, session, digest))
         except StoreError as exc:
             log.debug("auto-writer: digest of session %s not written: %s",
                       session.session_id, exc)
-        except Exception as exc:  # SPEC 6.5: nothing reaches the host
+        except Exception as exc:  # nothing reaches the host
             log.debug("auto-writer: digest of session %s not written: %s: %s",
                       session.session_id, type(exc).__name__, exc)
         return None
 
-    @staticmethod
-    def _build(
-        store: MemoryStore, view: FileView, session: _Session, digest: Digest
-    ) -> tuple[list[Record], str | None]:
-        """With the session file locked and its view fresh: the lines to append (the digest,
-        and archive revisions of the oldest digests past six active), and the id written.
-        """
-        scope_key = session.scope_key
-        record_id = digest_id(scope_key, digest)
-        content = digest.content
-        hash_ = content_hash(content)
-        seq = session.last_seq
-        provenance = Provenance(
-            kind=ProvenanceKind.TOOL, sessionId=session.session_id, eventSeq=seq,
-            note=PROVENANCE_NOTE,
-        )
-        refs = [SourceRef(kind="session", id=session.session_id),
-                SourceRef(kind="event", id=str(seq))]
-        now = store.clock()
-        current = view.current.get(record_id)
-        if current is None:
-            if view.find_duplicate(RecordType.FACT, hash_) is not None:
-                return [], None  # the same content under another id (SPEC 4 idempotent merge)
-            new = make_record(
-                scope=Scope.SESSION, scope_key=scope_key, record_type=RecordType.FACT,
-                title=DIGEST_TITLE, content=content, tags=[], provenance=provenance,
-                origin=Origin.DERIVED, source_refs=refs, record_id=record_id,
-                retention=Retention.SESSION_END, now=now,
-            )
+
+def _build(
+    store: MemoryStore, view: FileView, session: _Session, digest: Digest
+) -> tuple[list[Record], str | None]:
+    """With the session file locked and its view fresh, what the host's ``writeAutoFact`` writes:
+    the digest (new, or its source refs merged into the record with its content), then archive
+    lines for the oldest active digests past six. Returns the lines and the id of the digest
+    whose line was written (None: nothing new).
+    """
+    scope_key = session.scope_key
+    stable_id = digest_id(scope_key, digest)
+    content = digest.content
+    hash_ = content_hash(content)
+    seq = session.last_seq
+    provenance = Provenance(kind=ProvenanceKind.TOOL, sessionId=session.session_id)
+    refs = [SourceRef(kind="session", id=session.session_id)]
+    if seq > 0:  # the host's latestEventSeq: undefined for 0
+        provenance.eventSeq = seq
+        refs.append(SourceRef(kind="event", id=str(seq)))
+    provenance.note = PROVENANCE_NOTE
+    now = store.clock()
+    before = list(view.current.values())  # the host prunes from what it opened
+    new: Record | None = None
+    current = view.current.get(stable_id)
+    if current is None:
+        # A brand-new digest: the host hands the stable id over, so it never merges here.
+        new = _digest_record(stable_id, scope_key, content, provenance, refs, None, now)
+        written_id = stable_id
+    else:
+        exact = view.find_duplicate(RecordType.FACT, hash_)
+        if exact is not None:
+            # The host upserts without an id: the new refs are merged into the record with this
+            # content (a new revision; status, verification and provenance stay), or nothing.
+            written_id = exact.id
+            merged = merge_refs(exact.governance.sourceRefs, refs)
+            if len(merged) > len(exact.governance.sourceRefs):
+                if len(merged) > MAX_SOURCE_REFS:
+                    raise StoreError("INVALID_RECORD", f"{exact.id} has {MAX_SOURCE_REFS} source "
+                                     "refs already: the host's write fails the same way")
+                new = next_revision(exact, now, None, {"sourceRefs": merged})
         elif current.status is Status.FORGOTTEN:
-            log.debug("auto-writer: %s was forgotten; not writing it again", record_id)
-            return [], None
-        elif current.contentHash == hash_:
+            # The host would write the digest again under a random id; a reviewer forgot it.
+            log.debug("auto-writer: %s was forgotten; not writing it again", stable_id)
             return [], None
         else:
-            # The current digest of the session: active again, and (the host's rule for an
-            # edit) a verification given to other content is stale, without its time, actor
-            # or pin.
-            governance: dict[str, Any] = {"sourceRefs": refs}
-            if current.governance.verification is Verification.VERIFIED:
-                governance["verification"] = Verification.STALE
-            new = next_revision(
-                current, now,
-                {"title": DIGEST_TITLE, "content": content, "provenance": provenance,
-                 "status": Status.ACTIVE},
-                governance,
-                VERIFIED_FIELDS + PIN_FIELDS,
-            )
-        prefix = digest_id_prefix(scope_key)
-        others = [
-            r for r in view.current.values()
-            if r.id.startswith(prefix) and r.id != record_id and r.status is Status.ACTIVE
-        ]
-        excess = len(others) + 1 - MAX_ACTIVE_DIGESTS
-        archived = []
-        if excess > 0:
-            others.sort(key=lambda r: (r.updatedAt, r.createdAt))  # stable: file order on ties
-            archived = [transition(r, Action.ARCHIVE, now) for r in others[:excess]]  # unpins
-        return [new, *archived], record_id
+            # The record of this id has other content (edited elsewhere): the host's upsert
+            # without an id makes a new record, in the title's conflict group.
+            rivals = [r for r in view.same_title(RecordType.FACT, DIGEST_TITLE)
+                      if r.contentHash != hash_]
+            group = conflict_group_for(DIGEST_TITLE) if rivals else None
+            new = _digest_record(new_id(), scope_key, content, provenance, refs, group, now)
+            written_id = new.id
+    lines = [] if new is None else [new]
+    # Keep the session tidy, as the host does: the five most recently updated other active
+    # digests stay; older ones are archived like its domain.archive (same revision and pins).
+    prefix = digest_id_prefix(scope_key)
+    others = [r for r in before
+              if r.id.startswith(prefix) and r.status is Status.ACTIVE and r.id != written_id]
+    others.sort(key=lambda r: -r.updatedAt)
+    for record in others[MAX_ACTIVE_DIGESTS - 1:]:
+        lines.append(_archived(record, now))
+    return lines, (written_id if new is not None else None)
+
+
+def _digest_record(
+    record_id: str, scope_key: str, content: str, provenance: Provenance,
+    refs: list[SourceRef], group: str | None, now: int,
+) -> Record:
+    return make_record(
+        scope=Scope.SESSION, scope_key=scope_key, record_type=RecordType.FACT,
+        title=DIGEST_TITLE, content=content, tags=list(DIGEST_TAGS), provenance=provenance,
+        origin=Origin.DERIVED, source_refs=refs, record_id=record_id,
+        retention=Retention.SESSION_END, conflict_group=group, now=now,
+    )
+
+
+def _archived(record: Record, now: int) -> Record:
+    """The host's store tombstone (``MemoryStore.archive``): status archived at ``now``, every
+    other field as it is, the revision too."""
+    data = record.model_dump(exclude_unset=True)
+    data["status"] = Status.ARCHIVED
+    data["updatedAt"] = max(now, record.updatedAt)
+    return Record.model_validate(data)
 
 
 # --------------------------------------------------------------------- dsh-memory auto-write

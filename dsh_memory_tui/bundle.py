@@ -1,10 +1,13 @@
 """Export and import bundles (SPEC 7): moving memory between machines and teammates.
 
-A bundle is one JSON object, ``{"schemaVersion": 1, "exportedAt": <ms>, "records": [...]}``,
-written one record per line so it diffs and greps well. Import is two steps: ``plan_import``
-reads and classifies every record (new, duplicate, invalid) and writes nothing;
-``apply_import`` writes the plan's new records in one locked batch, re-checking duplicates
-under the lock so two importers (or an importer and the agent) never write the same record twice.
+Two formats. A JSON bundle is one object, ``{"schemaVersion": 1, "exportedAt": <ms>,
+"records": [...]}`` (the host's ``exportMemoryBundle``), written one record per line so it diffs
+and greps well. A Markdown bundle is the host's v0.7 text (``exportMemoryMarkdown``): one
+``# title`` section per record with ``key: value`` metadata and the content, ``---`` between
+sections. Import is two steps for both: ``plan_import`` reads and classifies every record (new,
+duplicate, invalid) and writes nothing; ``apply_import`` writes the plan's new records in one
+locked batch, re-checking duplicates under the lock so two importers (or an importer and the
+agent) never write the same record twice.
 """
 
 from __future__ import annotations
@@ -13,19 +16,23 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import StoreError
-from .governance import display_conflict_groups
+from .governance import display_conflict_groups, host_list_order
 from .jsonl import write_atomic
 from .model import (
+    JS_WHITESPACE,
     MAX_SOURCE_REFS,
+    MAX_TAGS,
     RETENTION_BY_SCOPE,
     SCHEMA_VERSION,
     Origin,
@@ -36,8 +43,11 @@ from .model import (
     Scope,
     Status,
     Verification,
+    content_hash,
     import_id,
+    js_trim,
     record_from_json,
+    utf8,
     validate_record,
 )
 from .paths import StoreFile
@@ -45,6 +55,15 @@ from .store import FileView, MemoryStore, Session
 from .store.view import gc_paused as _gc_paused
 
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
+# Ours, larger than the host's: every store file is at most 8 MiB, and an export of all of them
+# (several sessions, profiles, scopes) must import here again.
+MAX_BUNDLE_RECORDS = 100_000
+# The host's import limits (``MEMORY_MAX_FILE_BYTES``, ``MEMORY_MAX_IMPORT_RECORDS``): an export
+# past them says so, since the host would refuse it.
+HOST_MAX_BUNDLE_BYTES = 8 * 1024 * 1024
+HOST_MAX_RECORDS = 10_000
+FORMATS = ("json", "markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
 # Deeper than any record needs (a sourceRef sits at level 6); unknown fields are kept and
 # written back, so this bounds what a bundle can make every later reader parse.
 MAX_DEPTH = 64
@@ -65,6 +84,21 @@ class ExportResult:
     exported_at: int
     corrupt_skipped: int = 0  # corrupt lines in the store files (``dsh-memory check`` lists them)
     newer_schema_skipped: int = 0  # lines from a newer host: kept in the store, not exported
+    format: str = "json"
+    size: int = 0  # the bundle's bytes
+    # (id, why) of each record the host's import would refuse (so it would refuse the bundle):
+    # kept in the store, left out of a JSON bundle so that the host imports it whole.
+    left_out: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def over_host_limits(self) -> str | None:
+        """Why the host would refuse this bundle as a whole (its size and count limits)."""
+        if self.size > HOST_MAX_BUNDLE_BYTES:
+            return (f"{self.size} bytes: the host imports bundles of at most "
+                    f"{HOST_MAX_BUNDLE_BYTES} bytes (8 MiB)")
+        if self.count > HOST_MAX_RECORDS:
+            return f"{self.count} records: the host imports at most {HOST_MAX_RECORDS}"
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +136,15 @@ class ImportPlan:
     new_indexes: list[int] = field(default_factory=list)
     duplicates: list[DuplicateEntry] = field(default_factory=list)
     invalid: list[InvalidEntry] = field(default_factory=list)
+    format: str = "json"  # "markdown": indexes count the ``---``-separated sections from 0
+
+    def where(self, index: int) -> str:
+        """How a message names entry ``index``: ``records[3]``, or ``section 4`` of Markdown."""
+        return f"section {index + 1}" if self.format == "markdown" else f"records[{index}]"
+
+    @property
+    def counts(self) -> str:
+        return f"{len(self.new)} new, {len(self.duplicates)} duplicate, {len(self.invalid)} invalid"
 
 
 @dataclass(slots=True)
@@ -155,18 +198,28 @@ def export_bundle(
     out: str | os.PathLike[str],
     scopes: Iterable[Scope | str] | None = None,
     session: Session | None = None,
+    *,
+    fmt: str = "json",
 ) -> ExportResult:
     """Write the chosen scopes' current records (archived too; not forgotten, not newer-schema
-    lines; only the acting user's profile) to ``out``, atomically and 0600.
+    lines; only the acting user's profile) to ``out``, atomically and 0600, as a JSON bundle
+    or (``fmt="markdown"``) as the host's Markdown.
+
+    A JSON bundle leaves out the records the host's import would refuse, so that the host takes
+    the bundle whole (``ExportResult.left_out``): an id with ``/`` or ``\\`` (its import ref
+    would be invalid), no room for the import ref among 32 source refs, or a second record of
+    the same type and content whose refs would not fit into the first's (the host merges them).
 
     ``scopes`` None means every scope; ``session`` picks one session instead of all of them.
     Raises UNSAFE_PATH (``out`` is a symlink, not a regular file, or inside a store
     directory), WRITE_FAILED, USAGE.
     """
+    if fmt not in FORMATS:
+        raise StoreError("USAGE", f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     out_path = Path(out)
     _refuse_store_dir(store, out_path)
-    lines: list[bytes] = []
     corrupt = future = 0
+    per_file: list[tuple[list[Record], dict[str, str]]] = []
     for file in _export_files(store, scopes, session):
         view = store.view(file)
         view.refresh()
@@ -174,14 +227,63 @@ def export_bundle(
         future += len(view.future)
         records = [r for r in view.current.values() if r.status is not Status.FORGOTTEN]
         # The host exports each store with the conflict groups its domain computes.
-        groups = display_conflict_groups(records)
-        lines.extend(_export_line(r, groups.get(r.id)) for r in records)
+        per_file.append((records, display_conflict_groups(records)))
     exported_at = store.clock()
-    head = b'{"schemaVersion": 1, "exportedAt": %d, "records": [' % exported_at
-    body = b",\n".join(lines)
-    data = head + (b"\n" + body + b"\n" if lines else b"") + b"]}\n"
+    left_out: list[tuple[str, str]] = []
+    if fmt == "markdown":
+        records = [r for chosen, _ in per_file for r in host_list_order(chosen)]
+        data = utf8(markdown_text(records))
+        count = len(records)
+    else:
+        lines: list[bytes] = []
+        fits = _HostImportCheck()
+        for chosen, groups in per_file:
+            for record in chosen:
+                why = fits.refusal(record)
+                if why is not None:
+                    left_out.append((record.id, why))
+                    continue
+                lines.append(_export_line(record, groups.get(record.id)))
+        head = b'{"schemaVersion": 1, "exportedAt": %d, "records": [' % exported_at
+        body = b",\n".join(lines)
+        data = head + (b"\n" + body + b"\n" if lines else b"") + b"]}\n"
+        count = len(lines)
     write_atomic(out_path, data)
-    return ExportResult(out_path, len(lines), exported_at, corrupt, future)
+    return ExportResult(
+        out_path, count, exported_at, corrupt, future, fmt, len(data), tuple(left_out)
+    )
+
+
+class _HostImportCheck:
+    """What the host's ``importMemoryBundle`` + ``persistImported`` would refuse, record by
+    record in bundle order (one refused record makes it refuse or stop part way)."""
+
+    def __init__(self) -> None:
+        # (type, contentHash) -> the refs the host's import has merged into that record so far.
+        self._merged: dict[tuple[RecordType, str], set[tuple[str, str, Any]]] = {}
+
+    def refusal(self, record: Record) -> str | None:
+        if not js_trim(record.id) or _BAD_REF_ID.search(record.id):
+            return "its id holds / or \\, which the host's import refuses as a source ref id"
+        refs = [(r.kind, r.id, r.contentHash) for r in record.governance.sourceRefs]
+        refs.append(("import", record.id, record.contentHash))
+        if len(refs) > MAX_SOURCE_REFS:
+            return (f"{len(refs) - 1} source refs: no room for the host's import ref "
+                    f"(it allows {MAX_SOURCE_REFS})")
+        key = (record.type, record.contentHash)
+        merged = self._merged.get(key)
+        if merged is None:
+            self._merged[key] = set(refs)
+            return None
+        union = merged | set(refs)
+        if len(union) > MAX_SOURCE_REFS:
+            return ("the host merges it into an earlier record of the bundle with the same "
+                    f"type and content, and their source refs would pass {MAX_SOURCE_REFS}")
+        self._merged[key] = union
+        return None
+
+
+_BAD_REF_ID = re.compile("[\\\\/\x00-\x1f\x7f]")
 
 
 def _export_line(record: Record, group: str | None) -> bytes:
@@ -199,6 +301,150 @@ def _export_line(record: Record, group: str | None) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate the host accepted: escaped, as JSON.stringify
         return json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+
+
+# ------------------------------------------------------------------------- Markdown
+
+
+MARKDOWN_EMPTY = "# Workspace Memory\n\n(empty)\n"  # the host's export of no record
+MARKDOWN_NOTE = "markdown import"
+
+
+def iso_time(ms: int) -> str:
+    """``new Date(ms).toISOString()``: UTC with milliseconds (``2026-12-01T08:16:22.284Z``)."""
+    try:
+        t = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    except OverflowError:  # past year 9999: the host's toISOString has its own form or throws
+        return str(ms)
+    return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:"
+            f"{t.second:02d}.{t.microsecond // 1000:03d}Z")
+
+
+def markdown_text(records: Iterable[Record]) -> str:
+    """The host's ``exportMemoryMarkdown`` of ``records`` (in the order given; forgotten ones
+    left out): a ``# title`` section each, its metadata, then the content verbatim."""
+    sections = []
+    for record in records:
+        if record.status is Status.FORGOTTEN:
+            continue
+        g = record.governance
+        meta = [
+            f"type: {record.type.value}",
+            f"scope: {record.scope.value}",
+            f"verification: {g.verification.value}",
+            f"origin: {g.origin.value}",
+            f"retention: {g.retention.value}",
+        ]
+        if record.tags:
+            meta.append(f"tags: {', '.join(record.tags)}")
+        meta.append(f"updated: {iso_time(record.updatedAt)}")
+        sections.append(f"# {record.title}\n\n" + "\n".join(meta) + f"\n\n{record.content}")
+    if not sections:
+        return MARKDOWN_EMPTY
+    return "\n\n---\n\n".join(sections) + "\n"
+
+
+_SECTION_BREAK = re.compile(r"\r?\n---[ \t]*\r?\n")
+_JS_SPACE = f"[{re.escape(JS_WHITESPACE)}]"
+# JS /^([A-Za-z-]+):\s*(.*)$/u: ``.`` stops at line terminators, ``$`` is the end of input.
+_META = re.compile(f"([A-Za-z-]+):{_JS_SPACE}*([^\n\r\u2028\u2029]*)")
+_TYPES = tuple(t.value for t in RecordType)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownSection:
+    """One ``# title`` section of a Markdown bundle, as the host's parser reads it."""
+
+    index: int  # among the ``---``-separated sections, from 0
+    title: str
+    content: str
+    type: str
+    tags: list[str]
+    meta: dict[str, str]
+
+
+def parse_markdown(text: str) -> tuple[int, list[MarkdownSection | InvalidEntry]]:
+    """The host's ``importMemoryMarkdown`` parse of ``text``: the number of ``---``-separated
+    sections, and each section with a ``# title`` (others are skipped, as the host skips
+    them) as a ``MarkdownSection`` or, where the host's parser throws, an ``InvalidEntry``
+    with its message (no content, an unknown type). The host's own export of nothing (``#
+    Workspace Memory`` / ``(empty)``) is no section at all (the host would import it as one).
+    """
+    if js_trim(text).replace("\r\n", "\n") == js_trim(MARKDOWN_EMPTY):
+        return 0, []
+    parts = _SECTION_BREAK.split(text)
+    out: list[MarkdownSection | InvalidEntry] = []
+    for index, part in enumerate(parts):
+        section = _parse_section(index, part)
+        if section is not None:
+            out.append(section)
+    return len(parts), out
+
+
+class _Lines:
+    """The lines of a section as JS ``split(/\\r?\\n/)`` makes them, taken one at a time; the
+    rest of the section (the content) is then cut out in one piece."""
+
+    __slots__ = ("text", "pos", "done")
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.done = text, 0, False
+
+    def peek(self) -> str | None:
+        if self.done:
+            return None
+        end = self.text.find("\n", self.pos)
+        if end < 0:
+            return self.text[self.pos:]
+        return self.text[self.pos:end - 1 if end > self.pos and self.text[end - 1] == "\r"
+                         else end]
+
+    def take(self) -> None:
+        end = self.text.find("\n", self.pos)
+        if end < 0:
+            self.done = True
+        else:
+            self.pos = end + 1
+
+    def skip_blank(self) -> None:
+        while (line := self.peek()) is not None and not js_trim(line):
+            self.take()
+
+    def rest(self) -> str:
+        """The lines not taken, joined with LF (each CRLF becomes LF, as the host's join)."""
+        return "" if self.done else self.text[self.pos:].replace("\r\n", "\n")
+
+
+def _parse_section(index: int, part: str) -> MarkdownSection | InvalidEntry | None:
+    lines = _Lines(part)
+    lines.skip_blank()
+    head = js_trim(lines.peek() or "")
+    if not head.startswith("# "):
+        return None
+    title = js_trim(head[2:])
+    if not title:
+        return None
+    lines.take()
+    lines.skip_blank()
+    meta: dict[str, str] = {}
+    while (raw := lines.peek()) is not None:
+        line = js_trim(raw)
+        match = _META.fullmatch(line) if line else None
+        if match is None:
+            break
+        meta[match.group(1).lower()] = js_trim(match.group(2))
+        lines.take()
+    lines.skip_blank()
+    content = js_trim(lines.rest())
+    if not content:
+        return InvalidEntry(index, None, "Memory markdown record has no content: the section "
+                            f"'# {title}' has nothing under its metadata")
+    kind = meta.get("type", "fact")
+    if kind not in _TYPES:
+        return InvalidEntry(index, None, f"Memory markdown type is invalid: {kind!r} is not "
+                            f"one of {', '.join(_TYPES)}")
+    tags = [t for t in (js_trim(t) for t in meta.get("tags", "").split(",")) if t][:MAX_TAGS]
+    return MarkdownSection(index, title, content, kind, tags, meta)
 
 
 # ------------------------------------------------------------------------- import: reading
@@ -305,7 +551,9 @@ class _Bundle(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     schemaVersion: Literal[1]
-    records: list[Record]
+    # fail_fast: a bundle of many bad records fails at the first one, without collecting the
+    # errors of every other one (that took seconds); the slow path then says which and why.
+    records: Annotated[list[Record], Field(fail_fast=True)]
 
 
 def _parse_json(text: str, label: str) -> dict[str, Any]:
@@ -349,9 +597,16 @@ def _read_bundle(data: bytes, label: str) -> tuple[list[Any], dict[str, Any]]:
         others = obj
     else:
         entries, others = fast.records, fast.model_extra or {}
+    if len(entries) > MAX_BUNDLE_RECORDS:
+        raise _too_many(label, len(entries))
     for key, value in others.items():
         _check_value(value, 1, label, repr(key))
     return entries, others
+
+
+def _too_many(label: str, n: int) -> StoreError:
+    return _invalid(f"{label}: {n} records is more than the {MAX_BUNDLE_RECORDS} a bundle may "
+                    "hold")
 
 
 def _json_type(value: Any) -> str:
@@ -416,19 +671,6 @@ def _entry_id(entry: Any) -> str | None:
         entry.get("id") if isinstance(entry, dict) else None
     )
     return rid if isinstance(rid, str) else None
-
-
-def _refuse_repeated_ids(entries: list[Any], label: str) -> None:
-    first: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        rid = _entry_id(entry)
-        if rid is None:
-            continue
-        earlier = first.setdefault(rid, index)
-        if earlier != index:
-            raise _invalid(
-                f"{label}: records[{earlier}] and records[{index}] have the same id {rid!r}"
-            )
 
 
 # ------------------------------------------------------------------------- import: plan
@@ -496,31 +738,55 @@ def _imported(
     })
 
 
+def bundle_format(source: str | os.PathLike[str] | bytes, data: bytes) -> str:
+    """``markdown`` for a ``.md``/``.markdown`` file, or for other bytes whose first text
+    (after white space and a byte-order mark) is a ``#`` heading; ``json`` otherwise."""
+    if (not isinstance(source, bytes | bytearray | memoryview)
+            and Path(source).suffix.lower() in MARKDOWN_SUFFIXES):
+        return "markdown"
+    head = data[:4096].removeprefix(b"\xef\xbb\xbf").lstrip()
+    return "markdown" if head.startswith(b"#") else "json"
+
+
 def plan_import(
     store: MemoryStore,
     source: str | os.PathLike[str] | bytes,
     scope: Scope | str,
     session: Session | None = None,
+    *,
+    fmt: str | None = None,
 ) -> ImportPlan:
-    """Read a bundle and classify each record as new, duplicate (same type and contentHash as
-    a current, not forgotten record of the target, or as an earlier record of the bundle) or
-    invalid (with its reason). Writes nothing.
+    """Read a bundle (JSON, or the host's Markdown: ``fmt``, else ``bundle_format``) and
+    classify each record as new, duplicate (same type and contentHash as a current, not
+    forgotten record of the target, or as an earlier record of the bundle) or invalid (with
+    its reason). Writes nothing.
 
-    Raises BUNDLE_INVALID when the bundle itself is bad (unreadable, over 64 MiB, not UTF-8,
-    not a JSON object, schemaVersion not 1, ``records`` not a list, nested deeper than 64
-    levels, two records with one id); USAGE for a session target without ``session``;
-    UNSAFE_PATH or READ_FAILED when the target file cannot be read.
+    Raises BUNDLE_INVALID when the bundle itself is bad (unreadable, over 64 MiB or 100,000
+    records, not UTF-8; JSON: not a JSON object, schemaVersion not 1, ``records`` not a list,
+    nested deeper than 64 levels; Markdown: no ``# title`` section);
+    USAGE for a session target without ``session`` or an unknown ``fmt``; UNSAFE_PATH or
+    READ_FAILED when the target file cannot be read.
     """
+    if fmt is not None and fmt not in FORMATS:
+        raise StoreError("USAGE", f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     target = store.file_for(scope, session)
     data, label = _read_source(source)
-    plan = ImportPlan(target, "sha256:" + hashlib.sha256(data).hexdigest(), label, None, 0)
+    fmt = fmt or bundle_format(source, data)
+    plan = ImportPlan(
+        target, "sha256:" + hashlib.sha256(data).hexdigest(), label, None, 0, format=fmt
+    )
     view = store.view(target)
     view.refresh()
     # Parsing builds many small objects: pause the cyclic GC as a load does. The parsed bundle
     # is dropped inside, so only the new records are left for the GC to walk afterwards.
+    classify = _classify_markdown if fmt == "markdown" else _classify
     with _gc_paused(len(data) // 1024):
-        _classify(data, plan, view.duplicate_index(), store.clock())
+        classify(data, plan, view.duplicate_index(), store.clock())
     return plan
+
+
+def _note(label: str) -> str:
+    return f"imported from {Path(label).name if label != 'bundle' else 'a bundle'}"
 
 
 def _classify(
@@ -528,11 +794,10 @@ def _classify(
 ) -> None:
     label = plan.source
     entries, others = _read_bundle(data, label)
-    _refuse_repeated_ids(entries, label)
     exported_at = others.get("exportedAt")
     plan.exported_at = exported_at if type(exported_at) is int else None
     plan.total = len(entries)
-    note = f"imported from {Path(label).name if label != 'bundle' else 'a bundle'}"
+    note = _note(label)
     for index, entry in enumerate(entries):
         try:
             record = _bundle_record(entry, label, f"records[{index}]")
@@ -549,6 +814,79 @@ def _classify(
         index_of[key] = new.id
         plan.new.append(new)
         plan.new_indexes.append(index)
+
+
+def _classify_markdown(
+    data: bytes, plan: ImportPlan, index_of: dict[DuplicateKey, str], now: int
+) -> None:
+    """Markdown sections as records: type, title, content and tags from the section; the
+    rest as any import (imported, unverified, the target's retention), with one source ref
+    ``{kind: import, id: <the file's sha256>, contentHash}`` that makes every one host-valid
+    (the host's own Markdown import writes no ref, so it cannot store what it did not author).
+    """
+    label = plan.source
+    total, sections = parse_markdown(_decode(data, label))
+    if total and not sections:
+        raise _invalid(f"{label}: Memory import contains no records: no '# title' section")
+    if len(sections) > MAX_BUNDLE_RECORDS:
+        raise _too_many(label, len(sections))
+    plan.total = len(sections)
+    note = _note(label)
+    for section in sections:
+        if isinstance(section, InvalidEntry):
+            plan.invalid.append(section)
+            continue
+        try:
+            record = _markdown_record(section, plan, note, now)
+        except RecordInvalid as exc:
+            plan.invalid.append(InvalidEntry(section.index, None, exc.reason))
+            continue
+        key = (record.type, record.contentHash)
+        existing = index_of.get(key)
+        if existing is not None:
+            plan.duplicates.append(DuplicateEntry(section.index, None, existing))
+            continue
+        index_of[key] = record.id
+        plan.new.append(record)
+        plan.new_indexes.append(section.index)
+
+
+def _markdown_record(section: MarkdownSection, plan: ImportPlan, note: str, now: int) -> Record:
+    """The record an import writes for a section, checked by the host's rules (``RecordInvalid``
+    with the host's message when one fails: a title over 256 bytes, say)."""
+    target = plan.target
+    provenance: dict[str, Any] = {"kind": ProvenanceKind.IMPORT, "note": note}
+    if target.scope is Scope.SESSION:
+        provenance["sessionId"] = target.scope_key.split("|", 1)[0]  # type: ignore[union-attr]
+    hash_ = content_hash(section.content)
+    data = {
+        "schemaVersion": SCHEMA_VERSION,
+        "id": import_id(),
+        "scope": target.scope,
+        "scopeKey": target.scope_key,
+        "type": section.type,
+        "title": section.title,
+        "content": section.content,
+        "tags": section.tags,
+        "provenance": provenance,
+        "createdAt": now,
+        "updatedAt": now,
+        "useCount": 0,
+        "contentHash": hash_,
+        "status": Status.ACTIVE,
+        "governance": {
+            "origin": Origin.IMPORTED,
+            "sourceRefs": [{"kind": "import", "id": plan.bundle_hash, "contentHash": hash_}],
+            "verification": Verification.UNVERIFIED,
+            "revision": 1,
+            "retention": RETENTION_BY_SCOPE[target.scope],
+        },
+    }
+    try:
+        record = Record.model_validate(data)
+    except ValidationError:  # the host's rule and message instead of pydantic's
+        return record_from_json(json.loads(json.dumps(data)))
+    return validate_record(record)
 
 
 # ------------------------------------------------------------------------- import: apply
@@ -573,7 +911,7 @@ def apply_import(
         bad = plan.invalid[0]
         raise _invalid(
             f"{plan.source}: {len(plan.invalid)} invalid record(s) and --strict, so nothing was "
-            f"imported; first: records[{bad.index}] ({bad.id or 'no id'}): {bad.reason}"
+            f"imported; first: {plan.where(bad.index)} ({bad.id or 'no id'}): {bad.reason}"
         )
     result = ImportResult(plan.target, [], list(plan.duplicates), list(plan.invalid))
     if not plan.new:
@@ -587,7 +925,9 @@ def apply_import(
             key = (record.type, record.contentHash)
             existing = index_of.get(key)
             if existing is not None:
-                original = record.governance.sourceRefs[-1].id
+                original = None if plan.format == "markdown" else (
+                    record.governance.sourceRefs[-1].id
+                )
                 result.duplicates.append(DuplicateEntry(index, original, existing))
                 continue
             index_of[key] = record.id
@@ -600,14 +940,22 @@ def apply_import(
 
 
 __all__ = [
+    "FORMATS",
+    "HOST_MAX_BUNDLE_BYTES",
+    "HOST_MAX_RECORDS",
     "MAX_BUNDLE_BYTES",
+    "MAX_BUNDLE_RECORDS",
     "MAX_DEPTH",
     "DuplicateEntry",
     "ExportResult",
     "ImportPlan",
     "ImportResult",
     "InvalidEntry",
+    "MarkdownSection",
     "apply_import",
+    "bundle_format",
     "export_bundle",
+    "markdown_text",
+    "parse_markdown",
     "plan_import",
 ]

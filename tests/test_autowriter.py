@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, HOST_FIXTURES, REPO_ROOT, WAIT_S, run_cli, wait_for
+from conftest import FIXTURES, REPO_ROOT, WAIT_S, run_cli, wait_for
 from interop.corpus import root_id, scope_key_sha16, session_file_name
 
 from dsh_memory_tui.autowriter import AutoWriter, digest_id_prefix
@@ -23,13 +23,16 @@ from dsh_memory_tui.model import Location, Record, Scope, content_hash, parse_li
 from dsh_memory_tui.store import MemoryStore
 
 LOGGER = "dsh_memory_tui.autowriter"
-SEED_DIGEST_HASH = "1899925c2fa2f12bdde45c62"  # the part of the seed's id its content makes
+# The seed's digest as the host's writeAutoFact writes it (its digestKey: the path lists).
 SEED_CONTENT = (
-    "Files touched: 3 (2 created, 1 modified, 0 deleted)\n"
+    "Files touched: 3 (2 created, 1 modified, 0 deleted).\n"
     "Created: out/report.md, out/data.json\n"
     "Modified: src/util.ts\n"
-    "Artifacts: 2 — out/report.md, out/data.json"
+    "Artifacts: 2 — out/data.json, out/report.md."
 )
+SEED_DIGEST_HASH = sha256_hex(json.dumps(
+    {"created": ["out/report.md", "out/data.json"], "modified": ["src/util.ts"], "deleted": [],
+     "artifacts": ["out/data.json", "out/report.md"]}, separators=(",", ":")))[:24]
 
 
 class FakeClock:
@@ -141,7 +144,19 @@ def written_content(writer: AutoWriter, clock: FakeClock, home: Path, **kw: str)
 # ------------------------------------------------------------------ the digest
 
 
-def test_seed_example_is_written_exactly_as_the_host_writes_it(
+def host_json(value: object) -> str:
+    """``JSON.stringify`` of plain lists and strings (the host's digestKey input)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def digest_key(created: list[str], modified: list[str], deleted: list[str],
+               artifacts: list[str]) -> str:
+    payload = {"created": created, "modified": modified, "deleted": deleted,
+               "artifacts": artifacts}
+    return sha256_hex(host_json(payload))[:24]
+
+
+def test_the_seed_events_give_the_hosts_digest_byte_for_byte(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     root = root_id(workspace)
@@ -149,151 +164,182 @@ def test_seed_example_is_written_exactly_as_the_host_writes_it(
         writer.on_tool_result(line)
     clock.advance(0.5)
     assert writer.flush_due() == [seed_id(workspace)]
-
-    host_line = (HOST_FIXTURES / "home" / "workspace-memory" / "sessions"
-                 / "session-session-abc.jsonl").read_text()
-    host_line = host_line.replace("__ROOT_ID__", root).replace(
-        "__SCOPEKEY_SHA16__", scope_key_sha16(f"session-abc|{root}"))
-    expected = json.loads(host_line)
+    raw = session_path(home, "session-abc", root).read_bytes()
     [line] = session_lines(home, "session-abc", root)
-    assert line["createdAt"] == line["updatedAt"]
-    for volatile in ("createdAt", "updatedAt"):  # the times of the write, not the host's
-        line.pop(volatile)
-        expected.pop(volatile)
-    assert line == expected
-    assert line["content"] == SEED_CONTENT
-    assert line["contentHash"] == content_hash(SEED_CONTENT)
+    scope_key = f"session-abc|{root}"
+    # The line exactly as the host's writeAutoFact writes it: its keys in its order.
+    expected = {
+        "schemaVersion": 1, "id": seed_id(workspace), "scope": "session", "scopeKey": scope_key,
+        "type": "fact", "title": "Session workspace digest (auto)", "content": SEED_CONTENT,
+        "tags": ["auto", "workspace"],
+        "provenance": {"kind": "tool", "sessionId": "session-abc", "eventSeq": 42,
+                       "note": "workspace auto-writer"},
+        "createdAt": line["createdAt"], "updatedAt": line["createdAt"], "useCount": 0,
+        "contentHash": content_hash(SEED_CONTENT), "status": "active",
+        "governance": {"origin": "derived", "sourceRefs": [
+            {"kind": "session", "id": "session-abc"}, {"kind": "event", "id": "42"}],
+            "verification": "unverified", "revision": 1, "retention": "session-end"},
+    }
+    assert raw == (host_json(expected) + "\n").encode()
+    assert isinstance(parse_line(raw, Location(Scope.SESSION, scope_key)), Record)
 
 
-def test_digest_fields_provenance_and_source_refs(
+def test_the_id_hashes_the_path_lists_and_the_scope_key(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     writer.on_tool_result(event(7, workspace, ("a.txt", "create")))
     writer.on_tool_result(event(9, workspace, ("b.txt", "modify")))
     clock.advance(0.5)
     [record_id] = writer.flush_due()
+    key = digest_key(["a.txt"], ["b.txt"], [], ["a.txt"])
+    assert record_id == f"memory:auto:fact:{sha256_hex('s1|r1')[:16]}:{key}"
     [line] = session_lines(home)
-    assert record_id == f"memory:auto:fact:{sha256_hex('s1|r1')[:16]}:{sha256_hex('1/1/0/1')[:24]}"
-    assert line["scope"] == "session"
-    assert line["scopeKey"] == "s1|r1"
-    assert line["type"] == "fact"
-    assert line["title"] == "Session workspace digest (auto)"
-    assert line["tags"] == []
-    assert line["status"] == "active"
+    assert (line["scope"], line["scopeKey"], line["type"]) == ("session", "s1|r1", "fact")
     assert line["provenance"] == {
         "kind": "tool", "sessionId": "s1", "eventSeq": 9, "note": "workspace auto-writer",
     }
-    assert line["governance"] == {
-        "origin": "derived",
-        "sourceRefs": [{"kind": "session", "id": "s1"}, {"kind": "event", "id": "9"}],
-        "verification": "unverified", "revision": 1, "retention": "session-end",
-    }
-    raw = session_path(home).read_bytes()
-    assert isinstance(parse_line(raw, Location(Scope.SESSION, "s1|r1")), Record)  # host-valid
+    assert line["governance"]["sourceRefs"] == [
+        {"kind": "session", "id": "s1"}, {"kind": "event", "id": "9"}]
 
 
-def test_net_effect_per_path_in_first_touched_order(
+def test_each_path_counts_by_its_latest_operation_in_first_touched_order(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "elsewhere" / "notes.txt"
     writer.on_tool_result(event(1, workspace, ("src/a.py", "create"), ("src/b.py", "create")))
     writer.on_tool_result(event(2, workspace, ("src/c.py", "modify"), ("src/d.py", "modify")))
     writer.on_tool_result(event(3, workspace, ("src/e.py", "delete"), ("src/f.py", "delete")))
-    writer.on_tool_result(
-        event(4, workspace, (str(outside), "modify"), ("../other/x.md", "modify"))
-    )
+    # Outside the workspace, or with a ".." anywhere: dropped, as the host drops them.
+    writer.on_tool_result(event(4, workspace, (str(outside), "modify"),
+                                ("../other/x.md", "modify"), ("src/../g.py", "create")))
     writer.on_tool_result(event(5, workspace, ("src/a.py", "modify"), ("./src/b.py", "delete")))
     writer.on_tool_result(event(6, workspace, (str(workspace / "src/c.py"), "delete")))
     writer.on_tool_result(event(7, workspace, ("src/f.py", "create")))
-    content = written_content(writer, clock, home)
-    assert content == (
-        "Files touched: 7 (1 created, 4 modified, 2 deleted)\n"
-        f"Created: src/a.py\n"
-        f"Modified: src/d.py, src/f.py, {outside}, {workspace.parent / 'other' / 'x.md'}\n"
-        "Deleted: src/c.py, src/e.py\n"
-        "Artifacts: 1 — src/a.py"
+    assert written_content(writer, clock, home) == (
+        "Files touched: 6 (1 created, 2 modified, 3 deleted).\n"
+        "Created: src/f.py\n"
+        "Modified: src/a.py, src/d.py\n"
+        "Deleted: src/b.py, src/c.py, src/e.py\n"
+        "Artifacts: 3 — src/a.py, src/b.py, src/f.py."
     )
 
 
-def test_flagged_artifacts_replace_created_files_and_deleted_ones_drop_out(
+def test_results_out_of_seq_order_count_in_seq_order(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
-    writer.on_tool_result(event(1, workspace, ("build/app.whl", "create", True),
-                                ("notes.md", "create"), ("report.pdf", "modify", True)))
-    writer.on_tool_result(event(2, workspace, ("tmp.bin", "create", True)))
-    writer.on_tool_result(event(3, workspace, ("tmp.bin", "delete"), ("build/app.whl", "modify")))
+    # The host sorts a session's tool records by seq before it replays them.
+    writer.on_tool_result(event(5, workspace, ("a.txt", "delete")))
+    writer.on_tool_result(event(3, workspace, ("a.txt", "create"), ("b.txt", "modify")))
     assert written_content(writer, clock, home) == (
-        "Files touched: 3 (2 created, 1 modified, 0 deleted)\n"
-        "Created: build/app.whl, notes.md\n"
-        "Modified: report.pdf\n"
-        "Artifacts: 2 — build/app.whl, report.pdf"
+        "Files touched: 2 (0 created, 1 modified, 1 deleted).\n"
+        "Modified: b.txt\nDeleted: a.txt\nArtifacts: 1 — a.txt."
     )
 
 
-def test_empty_lists_are_left_out(
+def test_one_path_twice_in_one_result_counts_once(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    # Both tool calls of the line carry its seq: the host's second observation has the same id.
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create"), ("a.txt", "modify")))
+    assert written_content(writer, clock, home) == (
+        "Files touched: 1 (1 created, 0 modified, 0 deleted).\nCreated: a.txt\n"
+        "Artifacts: 1 — a.txt."
+    )
+
+
+def test_artifacts_are_the_files_created_in_the_session_in_locale_order(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    # The artifact flag is not read (the host has none); deleted created files stay artifacts.
+    writer.on_tool_result(event(1, workspace, ("report.pdf", "modify", True),
+                                ("notes.md", "create"), ("B.md", "create", True),
+                                ("é.txt", "create"), ("a.md", "create")))
+    writer.on_tool_result(event(2, workspace, ("tmp.bin", "create", True)))
+    writer.on_tool_result(event(3, workspace, ("tmp.bin", "delete"), ("notes.md", "modify")))
+    assert written_content(writer, clock, home) == (
+        "Files touched: 6 (3 created, 2 modified, 1 deleted).\n"
+        "Created: B.md, é.txt, a.md\n"
+        "Modified: report.pdf, notes.md\n"
+        "Deleted: tmp.bin\n"
+        "Artifacts: 5 — a.md, B.md, é.txt, notes.md, tmp.bin."
+    )
+
+
+def test_empty_lists_are_left_out_and_no_artifact_says_0(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     writer.on_tool_result(event(1, workspace, ("old.txt", "delete")))
     assert written_content(writer, clock, home) == (
-        "Files touched: 1 (0 created, 0 modified, 1 deleted)\nDeleted: old.txt"
+        "Files touched: 1 (0 created, 0 modified, 1 deleted).\nDeleted: old.txt\nArtifacts: 0."
     )
 
 
-def test_more_than_twenty_paths_end_with_the_count_of_the_rest(
+def test_every_path_is_listed(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     names = [f"gen/f{i:02d}.txt" for i in range(25)]
-    for seq, name in enumerate(names):
+    for seq, name in enumerate(names, 1):
         writer.on_tool_result(event(seq, workspace, (name, "create")))
     writer.on_tool_result(event(99, workspace, *((f"m{i}", "modify") for i in range(21))))
-    listed = ", ".join(names[:20]) + ", … (+5 more)"
+    listed = ", ".join(names)
     assert written_content(writer, clock, home) == (
-        "Files touched: 46 (25 created, 21 modified, 0 deleted)\n"
+        "Files touched: 46 (25 created, 21 modified, 0 deleted).\n"
         f"Created: {listed}\n"
-        "Modified: " + ", ".join(f"m{i}" for i in range(20)) + ", … (+1 more)\n"
-        f"Artifacts: 25 — {listed}"
+        "Modified: " + ", ".join(f"m{i}" for i in range(21)) + "\n"
+        f"Artifacts: 25 — {listed}."
     )
 
 
-def test_same_counts_with_other_paths_is_a_new_revision_of_the_same_id(
+def test_the_same_paths_at_a_later_event_merge_that_event_in(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
-    writer.on_tool_result(event(1, workspace, ("a.txt", "create"), ("b.txt", "create")))
-    clock.advance(0.5)
-    [first] = writer.flush_due()
-    writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("c.txt", "create")))
-    clock.advance(0.5)
-    assert writer.flush_due() == [first]
-
+    writer.on_tool_result(event(1, workspace, ("a.txt", "modify")))
+    [first] = writer.flush_all()
+    writer.on_tool_result(event(5, workspace, ("a.txt", "modify")))
+    assert writer.flush_all() == [first]
     lines = session_lines(home)
     assert [line["id"] for line in lines] == [first, first]
     assert [line["governance"]["revision"] for line in lines] == [1, 2]
-    assert lines[1]["content"] == (
-        "Files touched: 2 (2 created, 0 modified, 0 deleted)\n"
-        "Created: b.txt, c.txt\n"
-        "Artifacts: 2 — b.txt, c.txt"
+    assert lines[1]["governance"]["sourceRefs"] == [
+        {"kind": "session", "id": "s1"}, {"kind": "event", "id": "1"},
+        {"kind": "event", "id": "5"}]
+    # The host merges only the refs: provenance (its eventSeq) stays the first write's.
+    assert lines[1]["provenance"]["eventSeq"] == 1
+    assert lines[1]["createdAt"] == lines[0]["createdAt"] < lines[1]["updatedAt"]
+    assert writer.flush_all() == []  # nothing pending
+    writer.on_tool_result(event(5, workspace, ("a.txt", "modify")))
+    assert writer.flush_all() == []  # the same event again: no new ref, no line
+    assert len(session_lines(home)) == 2
+
+
+def test_other_paths_are_a_new_digest_next_to_the_first(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(1, workspace, ("a.txt", "create"), ("b.txt", "create")))
+    [first] = writer.flush_all()
+    writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("c.txt", "create")))
+    [second] = writer.flush_all()
+    assert first != second
+    state = current(session_lines(home))
+    assert [r["status"] for r in state.values()] == ["active", "active"]
+    assert state[second]["content"] == (
+        "Files touched: 3 (2 created, 0 modified, 1 deleted).\n"
+        "Created: b.txt, c.txt\nDeleted: a.txt\nArtifacts: 3 — a.txt, b.txt, c.txt."
     )
-    assert lines[1]["provenance"]["eventSeq"] == 2
-    assert lines[1]["governance"]["sourceRefs"][1] == {"kind": "event", "id": "2"}
-    assert lines[1]["createdAt"] == lines[0]["createdAt"]
-    assert lines[1]["updatedAt"] > lines[0]["updatedAt"]
 
 
-def test_a_verified_digest_with_new_content_becomes_stale(
+def test_a_verified_digest_stays_verified_when_an_event_merges_in(
     writer: AutoWriter, store: MemoryStore, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
-    clock.advance(0.5)
-    [record_id] = writer.flush_due()
+    [record_id] = writer.flush_all()
     store.verify(record_id)
-    writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("b.txt", "create")))
-    clock.advance(0.5)
-    assert writer.flush_due() == [record_id]
+    writer.on_tool_result(event(2, workspace, ("a.txt", "create")))
+    assert writer.flush_all() == [record_id]
     governance = store.get(record_id).governance
-    assert governance.verification.value == "stale"
-    # As the host's edit of a verified record: the verification's time and actor go too.
-    assert (governance.verifiedAt, governance.verifiedBy) == (None, None)
-    assert "verifiedAt" not in session_lines(home)[-1]["governance"]
+    # The content did not change: the host's merge keeps the verification as it was.
+    assert (governance.verification.value, governance.revision) == ("verified", 3)
+    assert governance.verifiedAt is not None
 
 
 def test_a_burst_is_written_once_after_the_debounce(
@@ -313,7 +359,7 @@ def test_a_burst_is_written_once_after_the_debounce(
     assert len(session_lines(home)) == 1
 
 
-def test_ok_false_results_are_ignored(
+def test_failed_results_touch_no_file_but_their_seq_is_the_latest_event(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     writer.on_tool_result(event(1, workspace, ("kept.txt", "create")))
@@ -321,21 +367,45 @@ def test_ok_false_results_are_ignored(
     writer.on_tool_result(event(3, workspace, ("failed.txt", "create"), ok=False))
     content = written_content(writer, clock, home)
     assert content == (
-        "Files touched: 1 (1 created, 0 modified, 0 deleted)\n"
-        "Created: kept.txt\nArtifacts: 1 — kept.txt"
+        "Files touched: 1 (1 created, 0 modified, 0 deleted).\n"
+        "Created: kept.txt\nArtifacts: 1 — kept.txt."
     )
-    assert session_lines(home)[0]["provenance"]["eventSeq"] == 1
+    # The host's latestEventSeq is over every tool record, failed ones too.
+    [line] = session_lines(home)
+    assert line["provenance"]["eventSeq"] == 3
+    assert line["governance"]["sourceRefs"][1] == {"kind": "event", "id": "3"}
 
 
 def test_a_session_that_touched_no_file_writes_nothing(
-    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path, tmp_path: Path
 ) -> None:
     writer.on_tool_result(event(1, workspace))
-    writer.on_tool_result(event(2, workspace, ("scratch.txt", "create")))
-    writer.on_tool_result(event(3, workspace, ("scratch.txt", "delete")))
+    writer.on_tool_result(event(2, workspace, ("a.txt", "create"), ok=False))
+    writer.on_tool_result(event(3, workspace, (str(tmp_path / "outside.txt"), "create")))
     clock.advance(0.5)
     assert writer.flush_due() == []
     assert not session_path(home).exists()
+
+
+def test_created_then_deleted_is_a_deleted_artifact(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(2, workspace, ("scratch.txt", "create")))
+    writer.on_tool_result(event(3, workspace, ("scratch.txt", "delete")))
+    assert written_content(writer, clock, home) == (
+        "Files touched: 1 (0 created, 0 modified, 1 deleted).\nDeleted: scratch.txt\n"
+        "Artifacts: 1 — scratch.txt."
+    )
+
+
+def test_seq_0_alone_gives_no_event_ref(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    writer.on_tool_result(event(0, workspace, ("a.txt", "modify")))
+    writer.flush_all()
+    [line] = session_lines(home)
+    assert "eventSeq" not in line["provenance"]
+    assert line["governance"]["sourceRefs"] == [{"kind": "session", "id": "s1"}]
 
 
 def test_rerunning_the_same_events_writes_no_line(
@@ -361,7 +431,7 @@ def test_rerunning_the_same_events_writes_no_line(
 def seven_digests(writer: AutoWriter, clock: FakeClock, workspace: Path) -> list[str]:
     """Seven results in a row, each creating one more file and each written as a digest."""
     ids = []
-    for n in range(7):
+    for n in range(1, 8):
         writer.on_tool_result(event(n, workspace, (f"f{n}.txt", "create")))
         clock.advance(0.5)
         ids.extend(writer.flush_due())
@@ -376,23 +446,26 @@ def test_seven_distinct_digests_leave_six_active_and_archive_the_oldest(
     state = current(session_lines(home))
     assert {i for i, r in state.items() if r["status"] == "active"} == set(ids[1:])
     assert state[ids[0]]["status"] == "archived"
-    assert state[ids[0]]["governance"]["revision"] == 2
-    assert len(session_lines(home)) == 8  # seven digests and one archive revision
+    # As the host's domain.archive: the revision stays.
+    assert state[ids[0]]["governance"]["revision"] == 1
+    assert len(session_lines(home)) == 8  # seven digests and one archive line
 
 
-def test_a_new_revision_of_an_archived_digest_is_active_again(
-    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+def test_a_repeat_of_an_archived_digest_merges_into_it_and_it_stays_archived(
+    writer: AutoWriter, store: MemoryStore, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     ids = seven_digests(writer, clock, workspace)
-    # Back to one created file, another one: the first id's counts with new content.
-    writer.on_tool_result(event(9, workspace, *((f"f{n}.txt", "delete") for n in range(6))))
-    clock.advance(0.5)
-    assert writer.flush_due() == [ids[0]]
+    # Another run that saw only the first result, at a later seq: the first digest again.
+    again = AutoWriter(store, clock=clock)
+    again.on_tool_result(event(20, workspace, ("f1.txt", "create")))
+    assert again.flush_all() == [ids[0]]
     state = current(session_lines(home))
-    assert state[ids[0]]["status"] == "active"
-    assert state[ids[0]]["content"].splitlines()[1] == "Created: f6.txt"
+    assert state[ids[0]]["status"] == "archived"
+    assert state[ids[0]]["governance"]["revision"] == 2
+    assert state[ids[0]]["governance"]["sourceRefs"][-1] == {"kind": "event", "id": "20"}
+    # The host prunes the others around the written one: five stay active.
     assert state[ids[1]]["status"] == "archived"
-    assert sum(r["status"] == "active" for r in state.values()) == 6
+    assert sum(r["status"] == "active" for r in state.values()) == 5
 
 
 def test_two_sessions_interleaved_stay_apart(
@@ -409,13 +482,27 @@ def test_two_sessions_interleaved_stay_apart(
     assert len(writer.flush_due()) == 2
     [a] = session_lines(home, "A", "r1")
     [b] = session_lines(home, "B", "r2")
-    assert a["content"].startswith("Files touched: 10 (10 created, 0 modified, 0 deleted)")
+    assert a["content"].startswith("Files touched: 10 (10 created, 0 modified, 0 deleted).")
     assert b["content"] == (
-        "Files touched: 3 (0 created, 3 modified, 0 deleted)\n"
-        "Modified: two/0.txt, two/1.txt, two/2.txt"
+        "Files touched: 3 (0 created, 3 modified, 0 deleted).\n"
+        "Modified: two/0.txt, two/1.txt, two/2.txt\nArtifacts: 0."
     )
     assert a["id"].startswith(digest_id_prefix("A|r1"))
     assert b["id"].startswith(digest_id_prefix("B|r2"))
+
+
+def test_a_result_in_a_subdirectory_names_its_path_from_the_workspace(
+    writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
+) -> None:
+    # The session's first result sets its workspace (the host's session cwd); a later result
+    # run in a subdirectory gives paths relative to that subdirectory.
+    (workspace / "pkg").mkdir()
+    writer.on_tool_result(event(1, workspace, ("README.md", "modify")))
+    writer.on_tool_result(event(2, workspace / "pkg", ("mod.py", "create")))
+    assert written_content(writer, clock, home) == (
+        "Files touched: 2 (1 created, 1 modified, 0 deleted).\n"
+        "Created: pkg/mod.py\nModified: README.md\nArtifacts: 1 — pkg/mod.py."
+    )
 
 
 def test_each_session_has_its_own_debounce(
@@ -592,9 +679,11 @@ def test_a_forgotten_digest_is_not_written_again(
     writer.on_tool_result(event(1, workspace, ("a.txt", "create")))
     [record_id] = writer.flush_all()
     store.forget(record_id)
-    writer.on_tool_result(event(2, workspace, ("a.txt", "delete"), ("b.txt", "create")))
+    # The same digest at a later event (the host would write it again under a random id).
+    writer.on_tool_result(event(2, workspace, ("a.txt", "create")))
     assert writer.flush_all() == []
     assert store.get(record_id).status.value == "forgotten"
+    assert len(store.records("session", session=("s1", "r1"), include_inactive=True)) == 1
 
 
 # ------------------------------------------------------------------ dsh-memory auto-write
@@ -708,8 +797,8 @@ def test_cli_follow_writes_as_the_file_grows(home: Path, workspace: Path) -> Non
     try:
         _append(events, event(1, workspace, ("a.txt", "create")))
         wait_for(lambda: len(session_lines(home)) == 1, "the first digest")
-        _append(events, event(2, workspace, ("a.txt", "delete"), ("b.txt", "create")))
-        wait_for(lambda: len(session_lines(home)) == 2, "the second revision")
+        _append(events, event(2, workspace, ("a.txt", "create")))
+        wait_for(lambda: len(session_lines(home)) == 2, "the merge of event 2")
         _append(events, event(3, workspace, ("c.txt", "modify")))
         wait_for(lambda: len(session_lines(home)) == 3, "a new digest")
     finally:
@@ -719,7 +808,7 @@ def test_cli_follow_writes_as_the_file_grows(home: Path, workspace: Path) -> Non
     lines = session_lines(home)
     assert lines[0]["id"] == lines[1]["id"] != lines[2]["id"]
     assert lines[1]["governance"]["revision"] == 2
-    assert lines[2]["content"].startswith("Files touched: 2 (1 created, 1 modified, 0 deleted)")
+    assert lines[2]["content"].startswith("Files touched: 2 (1 created, 1 modified, 0 deleted).")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -750,9 +839,9 @@ def test_cli_writes_the_pending_digest_on_a_signal(
     assert (code, err) == (0, b"")
     [line] = session_lines(home)
     assert line["content"] == (
-        "Files touched: 5 (5 created, 0 modified, 0 deleted)\n"
+        "Files touched: 5 (5 created, 0 modified, 0 deleted).\n"
         "Created: out/0.md, out/1.md, out/2.md, out/3.md, out/4.md\n"
-        "Artifacts: 5 — out/0.md, out/1.md, out/2.md, out/3.md, out/4.md"
+        "Artifacts: 5 — out/0.md, out/1.md, out/2.md, out/3.md, out/4.md."
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -14,6 +15,7 @@ from interop.corpus import bundle_dirs, corpus_json, install_tree, root_id_of_ca
 
 from dsh_memory_tui.bundle import (
     MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_RECORDS,
     apply_import,
     export_bundle,
     plan_import,
@@ -26,6 +28,7 @@ from dsh_memory_tui.model import (
     ProvenanceKind,
     RecordType,
     Scope,
+    SourceRef,
     Status,
     Verification,
     content_hash,
@@ -614,11 +617,13 @@ def test_nan_or_infinity_in_a_record_is_refused(empty_store: MemoryStore, value:
     assert "records[0]: NaN or Infinity is not a JSON number" in message
 
 
-def test_repeated_record_ids_are_refused(empty_store: MemoryStore):
+def test_records_repeating_an_id_are_each_imported_as_the_host_does(empty_store: MemoryStore):
+    # The host's import gives every record a new id and names the original in its import ref.
     a = record_json("A", "a", id="memory:user:fact:" + "1" * 32)
     b = record_json("B", "b", id="memory:user:fact:" + "1" * 32)
-    message = bundle_error(empty_store, bundle_bytes(record_json("C", "c"), a, b))
-    assert "records[1] and records[2] have the same id" in message
+    plan = plan_import(empty_store, bundle_bytes(record_json("C", "c"), a, b), "project")
+    assert [r.title for r in plan.new] == ["C", "A", "B"]
+    assert plan.new[1].governance.sourceRefs[-1].id == plan.new[2].governance.sourceRefs[-1].id
 
 
 def test_a_bundle_over_64_mib_is_refused_before_reading(empty_store: MemoryStore, tmp_path: Path):
@@ -690,3 +695,224 @@ def test_cli_shared_import_needs_yes_shared(tmp_path: Path):
     assert refused.returncode == 1 and "SHARED_WRITE_UNCONFIRMED" in refused.stderr
     done = run_cli(home, ws, "import", source, "--scope", "shared", "--yes-shared")
     assert done.returncode == 0 and "imported 3 record(s)" in done.stdout
+
+
+# ------------------------------------------------------------------------- Markdown
+
+
+def varied_store(tmp_path: Path) -> MemoryStore:
+    """A store with every type, multi-line Markdown content, tags, non-ASCII text and records
+    in several scopes."""
+    store = MemoryStore.open(tmp_path / "vh", tmp_path / "vw", "dana")
+    store.create("project", "decision", "Use JSONL", "Keep memory inspectable.\n\n"
+                 "- one record per line\n- `jq` works", ["storage", "format"])
+    store.propose("project", "convention", "Run ruff", "CI runs ruff.\n\n## Why\nSpeed.",
+                  source_refs=[SourceRef(kind="url", id="https:ci")])
+    store.create("user", "preference", "Édition", "Préférer les tabulations — toujours.",
+                 ["éditeur", "style"])
+    store.create("user", "fact", "Tabs in code", "Indented:\n    def f():\n        pass")
+    store.propose("session", "fact", "Session note", "Seen once.", session=("s1", None))
+    return store
+
+
+def test_markdown_export_then_import_keeps_type_title_content_and_tags(tmp_path: Path):
+    source = varied_store(tmp_path)
+    out = tmp_path / "memory.md"
+    result = export_bundle(source, out, fmt="markdown")
+    assert (result.format, result.count) == ("markdown", 5)
+    assert out.stat().st_mode & 0o777 == 0o600
+    text = out.read_text()
+    assert text.startswith("# ") and "\n\n---\n\n" in text and text.endswith("\n")
+    assert "verification: unverified\norigin: user-authored\n" in text
+    target = MemoryStore.open(tmp_path / "th", tmp_path / "tw", "erin")
+    plan = plan_import(target, out, "user")
+    assert (plan.format, len(plan.new), plan.invalid) == ("markdown", 5, [])
+    apply_import(target, plan)
+    key = lambda r: (r.type, r.title, r.content, r.tags)  # noqa: E731
+    assert sorted(map(key, target.records("user"))) == sorted(
+        map(key, source.records(include_inactive=True)))
+    assert_host_valid(target, "user")
+
+
+def test_markdown_records_are_imported_with_a_ref_naming_the_files_hash(tmp_path: Path):
+    text = ("# Kept\n\norigin: user-authored\nverification: verified\nretention: session-end\n"
+            "scope: user\n\nBody.\n\n---\n\n# Second\n\ntype: convention\ntags: a, b , ,c\n\n"
+            "More body.\n")
+    path = tmp_path / "notes.md"
+    path.write_text(text)
+    store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
+    plan = plan_import(store, path, "project")
+    written = apply_import(store, plan).written
+    file_hash = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    records = [store.get(rid) for rid in written]
+    assert [(r.title, r.type.value, r.tags) for r in records] == [
+        ("Kept", "fact", []), ("Second", "convention", ["a", "b", "c"])]
+    for record in records:
+        g = record.governance
+        # Claims in the file are not trusted: every record waits for review as an import.
+        assert (g.origin, g.verification, g.retention.value) == (
+            Origin.IMPORTED, Verification.UNVERIFIED, "project-delete")
+        assert [r.model_dump(exclude_unset=True) for r in g.sourceRefs] == [
+            {"kind": "import", "id": file_hash, "contentHash": record.contentHash}]
+        assert record.provenance.note == "imported from notes.md"
+        assert re.fullmatch(f"memory:import:{UUID}", record.id)
+    assert_host_valid(store, "project")
+    assert len(store.review_queue()) == 2
+
+
+def test_markdown_import_is_a_plan_then_one_batch_and_a_rerun_writes_nothing(tmp_path: Path):
+    path = tmp_path / "notes.md"
+    path.write_text("# A\n\na\n\n---\n\n# B\n\nb\n\n---\n\n# A again\n\na\n")
+    store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
+    plan = plan_import(store, path, "project")
+    assert plan.counts == "2 new, 1 duplicate, 0 invalid"
+    assert [plan.where(i) for i in plan.new_indexes] == ["section 1", "section 2"]
+    assert not store.file_for("project").path.exists()  # nothing before the apply
+    store.create("project", "fact", "Meanwhile", "b")  # written by someone since the plan
+    result = apply_import(store, plan)
+    assert len(result.written) == 1 and len(result.duplicates) == 2
+    lines = store.file_for("project").path.read_bytes().splitlines()
+    assert len(lines) == 2
+    again = plan_import(store, path, "project")
+    assert again.new == [] and apply_import(store, again).written == []
+
+
+def test_a_markdown_section_the_host_cannot_read_is_listed_invalid(tmp_path: Path):
+    store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
+    data = (b"# Good\n\nfine\n---\n# Empty\n\ntype: fact\n---\n# Bad type\ntype: note\n\nx\n---\n"
+            b"# " + b"t" * 300 + b"\n\ntoo long a title\n")
+    plan = plan_import(store, data, "project")
+    assert plan.format == "markdown"
+    assert [(plan.where(b.index), b.reason.split(":")[0]) for b in plan.invalid] == [
+        ("section 2", "Memory markdown record has no content"),
+        ("section 3", "Memory markdown type is invalid"),
+        ("section 4", "Memory title is invalid (over 256 UTF-8 bytes)"),
+    ]
+    assert [r.title for r in plan.new] == ["Good"]
+    with pytest.raises(StoreError) as info:
+        apply_import(store, plan, strict=True)
+    assert info.value.code == "BUNDLE_INVALID" and "first: section 2 (no id)" in info.value.message
+
+
+def test_the_format_follows_the_suffix_or_the_first_text(tmp_path: Path):
+    store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
+    (tmp_path / "a.markdown").write_text("# T\n\nbody\n")
+    assert plan_import(store, tmp_path / "a.markdown", "user").format == "markdown"
+    assert plan_import(store, b"\xef\xbb\xbf  # T\n\nbody", "user").format == "markdown"
+    assert plan_import(store, bundle_bytes(), "user").format == "json"
+    (tmp_path / "b.md").write_bytes(bundle_bytes())
+    with pytest.raises(StoreError) as info:  # a .md file is Markdown, whatever it holds
+        plan_import(store, tmp_path / "b.md", "user")
+    assert "no '# title' section" in info.value.message
+    assert plan_import(store, tmp_path / "b.md", "user", fmt="json").format == "json"
+
+
+# ------------------------------------------------------------------------- limits
+
+
+def write_records(store: MemoryStore, n: int) -> None:
+    """``n`` valid project records, written straight into the file (a big store, fast)."""
+    file = store.file_for("project")
+    file.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(file.path, "wb") as f:
+        for i in range(n):
+            f.write(make_record(
+                scope=Scope.PROJECT, scope_key=store.paths.root_id, record_type=RecordType.FACT,
+                title=f"Fact {i}", content=f"Fact number {i}.", tags=[],
+                provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
+                source_refs=[],
+            ).to_line())
+
+
+def test_a_10000_record_bundle_imports_in_one_batch(tmp_path: Path, empty_store: MemoryStore):
+    source = MemoryStore.open(tmp_path / "sh", tmp_path / "sw", "dana")
+    write_records(source, 10_000)
+    out = tmp_path / "big.json"
+    result = export_bundle(source, out)
+    assert result.count == 10_000 and result.over_host_limits is None
+    plan = plan_import(empty_store, out, "project")
+    assert (len(plan.new), plan.invalid) == (10_000, [])
+    done = apply_import(empty_store, plan)
+    assert len(done.written) == 10_000
+    assert len(empty_store.records("project")) == 10_000
+    assert apply_import(empty_store, plan_import(empty_store, out, "project")).written == []
+
+
+def test_past_the_hosts_limit_our_export_says_so_and_imports_here(
+    tmp_path: Path, empty_store: MemoryStore
+):
+    source = MemoryStore.open(tmp_path / "sh", tmp_path / "sw", "dana")
+    write_records(source, 10_001)
+    out = tmp_path / "big.json"
+    done = run_cli(tmp_path / "sh", tmp_path / "sw", "export", "--out", str(out), user="dana")
+    assert done.returncode == 0, done.stderr
+    assert "note: the host cannot import this bundle: 10001 records: the host imports at " \
+           "most 10000" in done.stderr
+    plan = plan_import(empty_store, out, "project")  # ours is larger
+    assert (len(plan.new), plan.invalid) == (10_001, [])
+
+
+def test_a_bundle_over_our_record_limit_is_refused_and_nothing_written(tmp_path: Path):
+    record = record_json("One", "one")
+    data = bundle_bytes(*([record] * (MAX_BUNDLE_RECORDS + 1)))
+    path = tmp_path / "huge.json"
+    path.write_bytes(data)
+    home, ws = tmp_path / "h", tmp_path / "w"
+    done = run_cli(home, ws, "import", str(path), "--scope", "project")
+    assert done.returncode == 1
+    assert f"{MAX_BUNDLE_RECORDS + 1} records is more than the {MAX_BUNDLE_RECORDS}" in done.stderr
+    assert not ws.exists() and not home.exists()
+
+
+# ------------------------------------------------------------------------- export and the host
+
+
+def test_export_leaves_out_what_the_hosts_import_would_refuse(tmp_path: Path):
+    store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
+    full = store.propose("project", "fact", "Full", "Thirty-two refs.", source_refs=[
+        SourceRef(kind="url", id=f"https:r{i}") for i in range(32)]).id
+    ok = store.propose("project", "fact", "Fits", "Thirty-one refs.", source_refs=[
+        SourceRef(kind="url", id=f"https:s{i}") for i in range(31)]).id
+    file = store.file_for("project")
+    with open(file.path, "ab") as f:
+        f.write(make_record(
+            scope=Scope.PROJECT, scope_key=store.paths.root_id, record_type=RecordType.FACT,
+            title="Slashed", content="x", tags=[], provenance=Provenance(kind=ProvenanceKind.USER),
+            origin=Origin.USER_AUTHORED, source_refs=[], record_id="memory/a/b").to_line())
+    out = tmp_path / "b.json"
+    result = export_bundle(store, out)
+    assert [rid for rid, _ in result.left_out] == [full, "memory/a/b"]
+    assert [r["id"] for r in json.loads(out.read_bytes())["records"]] == [ok]
+    done = run_cli(tmp_path / "h", tmp_path / "w", "export", "--out", str(out), user="dana")
+    assert f"left out {full}: 32 source refs: no room for the host's import ref" in done.stderr
+    assert "exported 1 record(s)" in done.stdout
+
+
+def test_records_the_host_would_merge_past_32_refs_are_left_out(tmp_path: Path):
+    store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
+    store.propose("project", "fact", "Same", "Same content.", source_refs=[
+        SourceRef(kind="url", id=f"https:a{i}") for i in range(20)])
+    store.propose("user", "fact", "Same", "Same content.", source_refs=[
+        SourceRef(kind="url", id=f"https:b{i}") for i in range(20)])
+    result = export_bundle(store, tmp_path / "b.json")
+    assert result.count == 1
+    (why,) = [why for _rid, why in result.left_out]
+    assert why.startswith("the host merges it into an earlier record of the bundle")
+
+
+def test_cli_markdown_export_and_import(fixture_home: tuple[Path, Path], tmp_path: Path):
+    home, workspace = fixture_home
+    out = tmp_path / "memory.md"  # the suffix picks Markdown; --format says it outright
+    done = run_cli(home, workspace, "export", "--out", str(out), "--scope", "project")
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().startswith("# ")
+    other = tmp_path / "memory.txt"
+    run_cli(home, workspace, "export", "--out", str(other), "--format", "markdown")
+    assert other.read_text().startswith("# ")
+    home2, ws2 = tmp_path / "h2", tmp_path / "w2"
+    dry = run_cli(home2, ws2, "import", str(out), "--scope", "project", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "4 new, 0 duplicate, 0 invalid" in dry.stdout
+    assert "  new        section 1  " in dry.stdout
+    done = run_cli(home2, ws2, "import", str(other), "--scope", "user")
+    assert done.returncode == 0 and "imported 8 record(s)" in done.stdout

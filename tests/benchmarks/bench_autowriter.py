@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from dsh_memory_tui.autowriter import AutoWriter
-from dsh_memory_tui.model import session_scope_key, sha256_hex
+from dsh_memory_tui.model import session_file_stem, session_scope_key
 from dsh_memory_tui.store import MemoryStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ def latency(trials: int) -> None:
                     }).encode() + b"\n"
                     for seq in range(20)
                 )
-                name = sha256_hex(session_scope_key(session, "root"))
+                name = session_file_stem(session_scope_key(session, "root"))  # 32 hex
                 digest = home / "workspace-memory" / "sessions" / f"{name}.jsonl"
                 with open(events, "ab") as f:
                     f.write(burst)

@@ -1,6 +1,6 @@
 """Benchmark: export and import plan of an 8 MiB store, against a validated load of that store.
 
-    /work/venv/bin/python tests/benchmarks/bench_bundle.py
+    python tests/benchmarks/bench_bundle.py
 
 Builds a project store file just under the 8 MiB cap (~7,500 realistic records: mixed types,
 origins and verification, a few lines of content each, tags, source refs) in a temporary
@@ -10,7 +10,8 @@ directory, then times, best of 5, each on a fresh ``MemoryStore`` (nothing cache
 - export: ``export_bundle`` of every scope (the load included);
 - plan, empty target: ``plan_import`` of that bundle into an empty workspace (every record new);
 - plan, same store: ``plan_import`` into the store it came from (every record a duplicate;
-  the target's load included).
+  the target's load included);
+- the same export and empty-target plan in the host's Markdown format.
 
 Each is printed with its ratio to the load measured in the same run (the target: <= 3x).
 """
@@ -59,7 +60,8 @@ def _sentence(rnd: random.Random, words: int) -> str:
 
 def build_store(root: Path) -> tuple[StorePaths, int, int]:
     """A project file filled to just under 8 MiB. Returns the paths, records and bytes."""
-    paths = StorePaths(root / "home", root / "workspace", USER)
+    (root / "workspace").mkdir()
+    paths = StorePaths.resolve(root / "home", root / "workspace", USER)  # scopeKey: the rootId
     file = paths.project_file()
     ensure_dir(file.path.parent)
     rnd = random.Random(7)
@@ -112,7 +114,9 @@ def main() -> int:
         root = Path(tmp)
         paths, count, size = build_store(root)
         bundle = root / "bundle.json"
-        empty = StorePaths(root / "home2", root / "workspace2", USER)
+        markdown = root / "bundle.md"
+        (root / "workspace2").mkdir()
+        empty = StorePaths.resolve(root / "home2", root / "workspace2", USER)
 
         def load() -> None:
             assert len(MemoryStore(paths).records()) == count
@@ -127,16 +131,26 @@ def main() -> int:
             plan = plan_import(MemoryStore(paths), bundle, Scope.PROJECT)
             assert len(plan.duplicates) == count
 
-        export()  # the bundle the plans read
+        def export_markdown() -> None:
+            assert export_bundle(MemoryStore(paths), markdown, fmt="markdown").count == count
+
+        def plan_markdown() -> None:
+            assert len(plan_import(MemoryStore(empty), markdown, Scope.PROJECT).new) == count
+
+        export()  # the bundles the plans read
+        export_markdown()
         best = best_times({
             "validated load": load,
             "export": export,
             "import plan, empty target": plan_into_empty,
             "import plan, same store": plan_into_same,
+            "export, Markdown": export_markdown,
+            "import plan, Markdown, empty target": plan_markdown,
         })
         base = best["validated load"]
         print(f"store: {count} records, {size / 1024 / 1024:.2f} MiB; "
-              f"bundle: {bundle.stat().st_size / 1024 / 1024:.2f} MiB; best of {ROUNDS}; "
+              f"bundle: {bundle.stat().st_size / 1024 / 1024:.2f} MiB "
+              f"(Markdown {markdown.stat().st_size / 1024 / 1024:.2f} MiB); best of {ROUNDS}; "
               f"Python {sys.version.split()[0]}")
         print()
         print("| operation | time | ratio to load |")

@@ -1,4 +1,6 @@
-"""Export and import dialogs over bundle.py: scopes and a path out; a path, a plan, a target in."""
+"""Export and import dialogs over bundle.py: scopes, a format and a path out; a path, a format, a
+target and the plan in. Both fit an 80x24 terminal: the plan's counts stay in view while its
+lines scroll."""
 
 from __future__ import annotations
 
@@ -20,36 +22,103 @@ from ...store import MemoryStore
 
 ConfirmShared = Callable[[Path, Callable[[], None]], None]
 
+SUFFIX = {"json": ".json", "markdown": ".md"}
+EXPORT_FORMATS = [("JSON", "json"), ("Markdown", "markdown")]
+IMPORT_FORMATS = [("by file", "auto"), ("JSON", "json"), ("Markdown", "markdown")]
 
-def default_export_path() -> str:
-    return str(Path.cwd() / f"dsh-memory-{datetime.now():%Y%m%d-%H%M}.json")
+# The dialogs' own layout; the app's stylesheet gives every dialog its box and title.
+BUNDLE_CSS = """
+.bundle-row {
+    height: auto;
+}
+.bundle-row .row-label {
+    width: 8;
+    padding: 1 1 0 0;
+    color: $text-muted;
+}
+.bundle-row Input {
+    width: 1fr;
+}
+#export-scopes Checkbox {
+    width: auto;
+    margin-right: 1;
+}
+#target {
+    width: 1fr;
+}
+#format {
+    width: 18;
+}
+#plan-counts {
+    height: auto;
+    text-style: bold;
+    padding: 0 1;
+}
+#plan-counts.error {
+    color: $error;
+}
+#import-plan {
+    height: 1fr;
+    min-height: 3;
+    border: round $primary 40%;
+}
+.bundle-buttons {
+    height: auto;
+    align-horizontal: right;
+}
+.bundle-buttons Button {
+    margin-left: 1;
+}
+"""
+
+
+def default_export_path(fmt: str = "json") -> str:
+    return str(Path.cwd() / f"dsh-memory-{datetime.now():%Y%m%d-%H%M}{SUFFIX[fmt]}")
 
 
 class ExportDialog(ModalScreen[str | None]):
-    """Choose scopes and a path; dismisses with a one-line summary of what was written."""
+    """Choose scopes, a format and a path; dismisses with a summary of what was written."""
 
+    DEFAULT_CSS = BUNDLE_CSS
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, store: MemoryStore, path: str | None = None) -> None:
+    def __init__(self, store: MemoryStore, path: str | None = None, fmt: str = "json") -> None:
         super().__init__(classes="dialog")
         self.store = store
-        self.path = path or default_export_path()
+        self.fmt = fmt
+        self.path = path or default_export_path(fmt)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
             yield Label("Export a bundle", classes="dialog-title")
             yield Static(
-                f"Current records of the chosen scopes (not forgotten; only {self.store.user_id}'s"
-                " user profile), written 0600.", classes="dialog-message",
+                f"Not forgotten; only {self.store.user_id}'s user profile; written 0600. "
+                "Markdown is the host's v0.7 format.", classes="dialog-message",
             )
-            for scope in Scope:
-                yield Checkbox(scope.value, value=scope is not Scope.SESSION, id=f"x-{scope.value}")
-            yield Label("File", classes="field-label")
-            yield Input(self.path, id="path")
+            with Horizontal(id="export-scopes", classes="bundle-row"):
+                for scope in Scope:
+                    yield Checkbox(scope.value, value=scope is not Scope.SESSION,
+                                   id=f"x-{scope.value}")
+            with Horizontal(classes="bundle-row"):
+                yield Label("Save as", classes="row-label")
+                yield Select(EXPORT_FORMATS, value=self.fmt, allow_blank=False, id="format")
+                yield Input(self.path, id="path")
             yield Static("", id="export-error", classes="form-error hidden")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Export", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
+
+    @on(Select.Changed, "#format")
+    def _format_changed(self, event: Select.Changed) -> None:
+        """A path still ending in the other format's suffix follows the new format."""
+        fmt = str(event.value)
+        if fmt == self.fmt or fmt not in SUFFIX:
+            return
+        box = self.query_one("#path", Input)
+        old = SUFFIX[self.fmt]
+        if box.value.endswith(old):
+            box.value = box.value[: -len(old)] + SUFFIX[fmt]
+        self.fmt = fmt
 
     @on(Button.Pressed, "#ok")
     @on(Input.Submitted)
@@ -62,38 +131,44 @@ class ExportDialog(ModalScreen[str | None]):
             return
         path = Path(self.query_one("#path", Input).value.strip()).expanduser()
         try:
-            result = export_bundle(self.store, path, scopes=scopes)
+            result = export_bundle(self.store, path, scopes=scopes, fmt=self.fmt)
         except StoreError as exc:
             error.update(f"error[{exc.code}]: {exc.message}")
             error.remove_class("hidden")
             return
-        self.dismiss(f"Exported {result.count} record(s) to {result.path}")
+        summary = f"Exported {result.count} record(s) to {result.path}"
+        if result.left_out:
+            summary += (f"; {len(result.left_out)} left out (the host's import would refuse "
+                        "them: `dsh-memory export` lists them)")
+        if result.over_host_limits:
+            summary += f"; the host cannot import it ({result.over_host_limits})"
+        self.dismiss(summary)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
 
 
-def describe_plan(plan: ImportPlan, limit: int = 50) -> str:
-    """The plan in words: counts, then each record by its place in the bundle's ``records``."""
-    lines = [
-        f"Into {plan.target.path}:",
-        f"  {len(plan.new)} new   {len(plan.duplicates)} duplicate   {len(plan.invalid)} invalid",
-    ]
+def describe_plan(plan: ImportPlan, limit: int = 500) -> str:
+    """The plan in words: the target, then each record by its place in the bundle."""
+    scope = plan.target.scope
+    lines = [f"Into {scope.value} ({AUDIENCE_BY_SCOPE[scope]}): {plan.target.path}"]
     for index, record in list(zip(plan.new_indexes, plan.new, strict=True))[:limit]:
-        lines.append(f"  + records[{index}] {record.type.value:<10} {record.title}")
+        lines.append(f"new        {plan.where(index):<12} {record.type.value:<10} {record.title}")
     if len(plan.new) > limit:
-        lines.append(f"  … and {len(plan.new) - limit} more")
+        lines.append(f"… and {len(plan.new) - limit} more new")
     for dup in plan.duplicates[:limit]:
-        lines.append(f"  = records[{dup.index}] already there as {dup.existing_id}")
+        lines.append(f"duplicate  {plan.where(dup.index):<12} already there as {dup.existing_id}")
     for bad in plan.invalid:
-        lines.append(f"  ! records[{bad.index}] {bad.id or '(no id)'}: {bad.reason}")
+        lines.append(f"invalid    {plan.where(bad.index):<12} {bad.id or '(no id)'}: {bad.reason}")
     return "\n".join(lines)
 
 
 class ImportDialog(ModalScreen[str | None]):
-    """A path and a target scope; Preview shows the plan; Import writes it (nothing before)."""
+    """A path, a format and a target scope; Preview shows the plan (its counts always in view,
+    its lines in a scrolling box); Import writes it (nothing before)."""
 
+    DEFAULT_CSS = BUNDLE_CSS
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
@@ -109,22 +184,32 @@ class ImportDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box import-box"):
-            yield Label("Import a bundle", classes="dialog-title")
-            yield Label("Bundle file", classes="field-label")
-            yield Input(self.path, id="path", placeholder="path/to/bundle.json")
-            yield Label("Into scope", classes="field-label")
-            yield Select(
-                [(f"{s.value} ({AUDIENCE_BY_SCOPE[s]})", s)
-                 for s in Scope if s is not Scope.SESSION],
-                value=self.target, allow_blank=False, id="target",
-            )
-            with VerticalScroll(id="plan-box"):
-                yield Static("Preview shows what would be written; nothing is written before "
-                             "Import.", id="plan", markup=False)
-            with Horizontal(classes="dialog-buttons"):
+            yield Label("Import a bundle (JSON or Markdown)", classes="dialog-title")
+            with Horizontal(classes="bundle-row"):
+                yield Label("File", classes="row-label")
+                yield Input(self.path, id="path", placeholder="path/to/bundle.json or notes.md")
+            with Horizontal(classes="bundle-row"):
+                yield Label("Into", classes="row-label")
+                yield Select(
+                    [(s.value, s) for s in Scope if s is not Scope.SESSION],
+                    value=self.target, allow_blank=False, id="target",
+                )
+                yield Select(IMPORT_FORMATS, value="auto", allow_blank=False, id="format")
+            yield Static("Preview shows what would be written; nothing is written before "
+                         "Import.", id="plan-counts", markup=False)
+            with VerticalScroll(id="import-plan"):
+                yield Static("", id="plan", markup=False)
+            with Horizontal(classes="bundle-buttons"):
                 yield Button("Preview", id="preview", variant="primary")
                 yield Button("Import", id="ok", variant="success", disabled=True)
                 yield Button("Cancel", id="cancel")
+
+    def _show(self, counts: str, plan: str = "", error: bool = False) -> None:
+        line = self.query_one("#plan-counts", Static)
+        line.update(counts)
+        line.set_class(error, "error")
+        self.query_one("#plan", Static).update(plan)
+        self.query_one("#import-plan", VerticalScroll).scroll_home(animate=False)
 
     @on(Input.Changed)
     @on(Select.Changed)
@@ -135,20 +220,23 @@ class ImportDialog(ModalScreen[str | None]):
     @on(Button.Pressed, "#preview")
     @on(Input.Submitted)
     def action_preview(self) -> None:
-        text = self.query_one("#plan", Static)
         path = self.query_one("#path", Input).value.strip()
         if not path:
-            text.update("Type the path of a bundle first.")
+            self._show("Type the path of a bundle first.", error=True)
             return
         target: Scope = self.query_one("#target", Select).value  # type: ignore[assignment]
+        fmt = str(self.query_one("#format", Select).value)
         try:
-            self.plan = plan_import(self.store, Path(path).expanduser(), target)
+            self.plan = plan_import(self.store, Path(path).expanduser(), target,
+                                    fmt=None if fmt == "auto" else fmt)
         except StoreError as exc:
             self.plan = None
-            text.update(f"error[{exc.code}]: {exc.message}")
+            self._show(f"error[{exc.code}]: {exc.message}", error=True)
             self.query_one("#ok", Button).disabled = True
             return
-        text.update(describe_plan(self.plan))
+        kind = "Markdown" if self.plan.format == "markdown" else "JSON"
+        self._show(f"{self.plan.counts} ({kind}, {self.plan.total} in the file)",
+                   describe_plan(self.plan))
         self.query_one("#ok", Button).disabled = not self.plan.new
         if self.plan.new:
             self.query_one("#ok", Button).focus()
@@ -163,7 +251,7 @@ class ImportDialog(ModalScreen[str | None]):
             try:
                 result = apply_import(self.store, plan, confirm_shared=confirmed)
             except StoreError as exc:
-                self.query_one("#plan", Static).update(f"error[{exc.code}]: {exc.message}")
+                self._show(f"error[{exc.code}]: {exc.message}", describe_plan(plan), error=True)
                 return
             self.dismiss(f"Imported {len(result.written)} record(s) into {plan.target.path}")
 

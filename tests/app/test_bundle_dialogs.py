@@ -1,0 +1,158 @@
+"""The Export and Import dialogs, driven through Textual's pilot on real files: both formats
+both ways, and the import plan at 80x24 (its counts in view, its lines scrolling)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.containers import VerticalScroll
+from textual.widgets import Button, Input, Select, Static
+
+from dsh_memory_tui.app.screens.bundles import ExportDialog, ImportDialog
+from dsh_memory_tui.bundle import export_bundle
+from dsh_memory_tui.model import Scope
+from dsh_memory_tui.store import MemoryStore
+
+from .helpers import make_app, screen_text, wait_for
+
+SMALL = (80, 24)
+
+
+def many_records_bundle(tmp_path: Path, n: int = 40) -> Path:
+    """A bundle of ``n`` records, under a long directory name (a long path to show)."""
+    store = MemoryStore.open(tmp_path / "src-home", tmp_path / "src-ws", "dana")
+    for i in range(n):
+        store.create("project", "fact", f"Fact number {i:02d}", f"Content of fact {i}.")
+    out = tmp_path / ("a-directory-with-a-rather-long-name-" * 2) / "bundle-of-many-records.json"
+    out.parent.mkdir()
+    export_bundle(store, out)
+    return out
+
+
+async def preview(pilot, app, path: Path, target: Scope = Scope.PROJECT, fmt: str = "auto"):
+    await pilot.press("I")
+    await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
+    dialog = app.screen
+    dialog.query_one("#path", Input).value = str(path)
+    dialog.query_one("#target", Select).value = target
+    dialog.query_one("#format", Select).value = fmt
+    await pilot.pause()
+    await pilot.click("#preview")
+    await wait_for(pilot, lambda: dialog.plan is not None, what="the plan")
+    await pilot.pause()
+    return dialog
+
+
+async def test_at_80x24_the_import_plan_shows_its_counts_and_scrolls(tmp_path):
+    bundle = many_records_bundle(tmp_path)
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        dialog = await preview(pilot, app, bundle)
+        text = screen_text(app)
+        assert "40 new, 0 duplicate, 0 invalid" in text  # the counts line is on screen
+        box = dialog.query_one("#import-plan", VerticalScroll)
+        assert box.region.height >= 5  # a plan box, not three lines
+        assert box.max_scroll_y > 0  # 40 lines do not fit: it scrolls
+        assert "Fact number 39" not in text
+        # The keyboard reaches the plan: focus it and page to its end.
+        box.focus()
+        await pilot.press("end")
+        await wait_for(pilot, lambda: box.scroll_y == box.max_scroll_y, what="the plan's end")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Fact number 39" in text
+        assert "40 new, 0 duplicate, 0 invalid" in text  # still in view
+        assert dialog.query_one("#ok", Button).region.height > 0  # the buttons too
+        assert not dialog.query_one("#ok", Button).disabled
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ImportDialog))
+    assert len(MemoryStore.open(tmp_path / "home", tmp_path / "ws", "carol").records(
+        "project")) == 40
+
+
+async def test_an_error_shows_on_the_counts_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schemaVersion": 2, "records": []}')
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("I")
+        await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
+        dialog = app.screen
+        dialog.query_one("#path", Input).value = str(bad)
+        await pilot.click("#preview")
+        line = dialog.query_one("#plan-counts", Static)
+        await wait_for(pilot, lambda: "BUNDLE_INVALID" in str(line.render()))
+        assert line.has_class("error") and dialog.query_one("#ok", Button).disabled
+        assert "BUNDLE_INVALID" in screen_text(app)
+
+
+async def test_export_offers_markdown_and_import_reads_it(fixture_home, tmp_path):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    out = tmp_path / "memory.json"
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        dialog = app.screen
+        dialog.query_one("#path", Input).value = str(out)
+        dialog.query_one("#format", Select).value = "markdown"
+        await pilot.pause()
+        # The path follows the format.
+        assert dialog.query_one("#path", Input).value == str(tmp_path / "memory.md")
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: (tmp_path / "memory.md").exists())
+    text = (tmp_path / "memory.md").read_text()
+    assert text.startswith("# ") and "\n\n---\n\n" in text and "origin: " in text
+    assert not out.exists()
+
+    app = make_app(home, tmp_path / "other-ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        dialog = await preview(pilot, app, tmp_path / "memory.md", Scope.USER)
+        assert dialog.plan is not None and dialog.plan.format == "markdown"
+        counts = str(dialog.query_one("#plan-counts", Static).render())
+        assert "0 invalid (Markdown," in counts
+        assert "section 1" in str(dialog.query_one("#plan", Static).render())
+        n = len(dialog.plan.new)
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ImportDialog))
+    imported = MemoryStore.open(home, tmp_path / "other-ws", "carol").records(Scope.USER)
+    assert len(imported) == n > 0
+    assert all(r.governance.sourceRefs[0].kind == "import" for r in imported)
+
+
+async def test_the_import_format_can_be_forced(tmp_path):
+    # A Markdown file without the .md suffix: "by file" sees its heading; JSON says it is not.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("# Kept\n\nA note.\n")
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        dialog = await preview(pilot, app, notes)
+        assert dialog.plan is not None and dialog.plan.format == "markdown"
+        dialog.query_one("#format", Select).value = "json"
+        await pilot.pause()
+        assert dialog.plan is None and dialog.query_one("#ok", Button).disabled
+        await pilot.click("#preview")
+        line = dialog.query_one("#plan-counts", Static)
+        await wait_for(pilot, lambda: "not valid JSON" in str(line.render()))
+
+
+async def test_export_json_lists_what_it_left_out(tmp_path):
+    from dsh_memory_tui.model import SourceRef
+
+    store = MemoryStore.open(tmp_path / "home", tmp_path / "ws", "carol")
+    store.propose("project", "fact", "Full", "Thirty-two refs.", source_refs=[
+        SourceRef(kind="url", id=f"https:r{i}") for i in range(32)])
+    store.create("project", "fact", "Plain", "A plain record.")
+    out = tmp_path / "b.json"
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    messages: list[str] = []
+    async with app.run_test(size=SMALL) as pilot:
+        app.notify = lambda message, **kw: messages.append(str(message))  # type: ignore
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        app.screen.query_one("#path", Input).value = str(out)
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: bool(messages), what="the summary")
+    assert messages[0].startswith(f"Exported 1 record(s) to {out}; 1 left out")
+    assert [r["title"] for r in json.loads(out.read_bytes())["records"]] == ["Plain"]
