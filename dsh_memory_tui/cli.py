@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TextIO
 
 from .errors import StoreError
 from .model import Record, Scope, SourceRef
-from .present import describe_changes, when
+from .present import describe_changes, facts_text, record_facts, when
 from .store import Action, MemoryStore, Session
 
 SCOPE_NAMES = [s.value for s in Scope]
@@ -85,31 +85,9 @@ def _print_records(records: Sequence[Record], out: TextIO) -> None:
                   "TITLE"), out)
 
 
-def _print_record(record: Record, history: Sequence[Record] | None, out: TextIO) -> None:
-    g = record.governance
-    lines = [
-        f"id:           {record.id}",
-        f"scope:        {record.scope.value} ({record.scopeKey})",
-        f"type:         {record.type.value}",
-        f"title:        {record.title}",
-        f"status:       {record.status.value}",
-        f"verification: {g.verification.value}"
-        + (f" at {when(g.verifiedAt)}" if g.verifiedAt else ""),
-        f"origin:       {g.origin.value}",
-        f"revision:     {g.revision}",
-        f"retention:    {g.retention.value}",
-        f"created:      {when(record.createdAt)}   updated: {when(record.updatedAt)}",
-        f"tags:         {', '.join(record.tags) or '(none)'}",
-        f"provenance:   {record.provenance.kind.value}"
-        + (f" session {record.provenance.sessionId}" if record.provenance.sessionId else "")
-        + (f" event {record.provenance.eventSeq}" if record.provenance.eventSeq is not None
-           else ""),
-        f"sourceRefs:   {', '.join(f'{s.kind}:{s.id}' for s in g.sourceRefs) or '(none)'}",
-    ]
-    if g.reviewedBy:
-        lines.append(f"reviewed:     by {g.reviewedBy}" + (f": {g.reviewNote}" if g.reviewNote
-                                                            else ""))
-    print("\n".join(lines), file=out)
+def _print_record(record: Record, history: Sequence[Record] | None, out: TextIO,
+                  facts: Sequence[tuple[str, str]] = ()) -> None:
+    print(facts_text([("title", record.title), *facts]), file=out)
     print("\n" + record.content, file=out)
     if history is not None:
         print("\nhistory:", file=out)
@@ -144,7 +122,9 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.json:
         _dump([r.to_json() for r in history] if history is not None else record.to_json())
     else:
-        _print_record(record, history, sys.stdout)
+        group, rivals = store.conflict(args.id)
+        facts = record_facts(record, store.clock(), conflict_group=group, rivals=len(rivals))
+        _print_record(record, history, sys.stdout, facts)
     return 0
 
 
@@ -187,6 +167,37 @@ def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
     )
 
 
+def cmd_keep(store: MemoryStore, args: argparse.Namespace) -> int:
+    result = store.keep(args.id, reason=args.reason, confirm_shared=args.yes_shared)
+    for word, records in (("rejected", result.rejected), ("archived", result.archived)):
+        for record in records:
+            print(f"{word}: {record.id}")
+    return _written(result.kept.id, f"kept: {result.kept.governance.verification.value}, "
+                    f"revision {result.kept.governance.revision}")
+
+
+def cmd_adopt(store: MemoryStore, args: argparse.Namespace) -> int:
+    scopes = [args.scope] if args.scope else [Scope.PROJECT, Scope.SHARED]
+    ids: list[str] = []
+    for scope in scopes:
+        file = store.file_for(scope)
+        roots = store.adoptable(file)
+        if not args.scope and (not roots or (args.from_root and args.from_root not in roots)):
+            continue  # nothing to adopt in this one
+        if scope is Scope.SHARED and not args.scope and not args.yes_shared:
+            print(f"{file.path}: skipped (shared-project needs --yes-shared)")
+            continue
+        result = store.adopt(file, from_root=args.from_root, confirm_shared=args.yes_shared)
+        for root, n in result.adopted.items():
+            print(f"{file.path}: {n} line(s) of {root} adopted")
+        for rid, why in result.left:
+            print(f"{file.path}: {rid} left as it was: {why}")
+        ids += result.ids
+    for rid in ids:  # the ids adopted, last (one per line)
+        print(rid)
+    return 0
+
+
 def cmd_copy(store: MemoryStore, args: argparse.Namespace) -> int:
     result = store.copy(args.id, args.to_scope, session=_session(args),
                         confirm_shared=args.yes_shared)
@@ -224,7 +235,15 @@ def cmd_check(store: MemoryStore, args: argparse.Namespace) -> int:
 def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
     from .bundle import export_bundle
 
-    result = export_bundle(store, args.out, scopes=args.scope or None, session=_session(args))
+    fmt = args.format or ("markdown" if args.out.lower().endswith((".md", ".markdown"))
+                          else "json")
+    result = export_bundle(store, args.out, scopes=args.scope or None, session=_session(args),
+                           fmt=fmt)
+    for record_id, why in result.left_out:
+        print(f"left out {record_id}: {why}", file=sys.stderr)
+    if result.over_host_limits:
+        print(f"note: the host cannot import this bundle: {result.over_host_limits}",
+              file=sys.stderr)
     print(f"exported {result.count} record(s) to {result.path}")
     return 0
 
@@ -232,17 +251,16 @@ def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
 def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
     from .bundle import apply_import, plan_import
 
-    plan = plan_import(store, args.file, args.scope, session=_session(args))
+    plan = plan_import(store, args.file, args.scope, session=_session(args), fmt=args.format)
     for bad in plan.invalid:
-        print(f"invalid: records[{bad.index}] ({bad.id or 'no id'}): {bad.reason}",
+        print(f"invalid: {plan.where(bad.index)} ({bad.id or 'no id'}): {bad.reason}",
               file=sys.stderr)
-    print(f"plan for {plan.target.path}: {len(plan.new)} new, {len(plan.duplicates)} "
-          f"duplicate, {len(plan.invalid)} invalid")
+    print(f"plan for {plan.target.path}: {plan.counts}")
     if args.dry_run:
         for index, record in zip(plan.new_indexes, plan.new, strict=True):
-            print(f"  new        records[{index}]  {record.type.value:<10}  {record.title}")
+            print(f"  new        {plan.where(index)}  {record.type.value:<10}  {record.title}")
         for dup in plan.duplicates:
-            print(f"  duplicate  records[{dup.index}]  same as {dup.existing_id}")
+            print(f"  duplicate  {plan.where(dup.index)}  same as {dup.existing_id}")
         print("dry run: nothing written")
         return 0
     result = apply_import(store, plan, strict=args.strict, confirm_shared=args.yes_shared)
@@ -270,6 +288,14 @@ def cmd_demo(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.live:
         print("appending live records every few seconds; Ctrl-C stops", flush=True)
         run_live(demo)
+    return 0
+
+
+def cmd_mcp(store: MemoryStore, args: argparse.Namespace) -> int:
+    from .mcp import serve  # the SDK is an optional extra: serve() says so when it is missing
+
+    serve(store, session=args.session, include_shared=args.include_shared,
+          yes_shared=args.yes_shared)
     return 0
 
 
@@ -355,6 +381,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--reason")
         shared_opt(p)
 
+    p = command("keep", cmd_keep, "keep this version of its conflict group: verify it, reject "
+                "its unverified rivals, archive the others (one locked batch)")
+    p.add_argument("id")
+    p.add_argument("--reason")
+    shared_opt(p)
+
+    p = command("adopt", cmd_adopt, "records of a moved or copied project (lines of another "
+                "rootId in this project's files) under this workspace's rootId")
+    p.add_argument("--from", dest="from_root", metavar="ROOT", help="only this former rootId")
+    p.add_argument("--scope", type=_scope, choices=[Scope.PROJECT, Scope.SHARED])
+    shared_opt(p)
+
     p = command("copy", cmd_copy, "copy a record into another scope")
     p.add_argument("id")
     p.add_argument("--to-scope", type=_scope, required=True)
@@ -364,11 +402,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("export", cmd_export, "write a bundle of current records")
     p.add_argument("--out", required=True)
     p.add_argument("--scope", type=_scope, action="append")
+    p.add_argument("--format", choices=["json", "markdown"],
+                   help="default: markdown for a .md --out, else json")
     session_opts(p)
 
     p = command("import", cmd_import, "import a bundle into a scope")
     p.add_argument("file")
     p.add_argument("--scope", type=_scope, required=True)
+    p.add_argument("--format", choices=["json", "markdown"],
+                   help="default: markdown for a .md file or one starting with #, else json")
     session_opts(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--strict", action="store_true", help="any invalid record aborts the import")
@@ -388,6 +430,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("demo", cmd_demo, "a sample home and workspace under DIR")
     p.add_argument("dir")
     p.add_argument("--live", action="store_true", help="keep appending records")
+
+    p = command("mcp", cmd_mcp, "serve workspace_memory_propose/search/list over stdio (MCP)")
+    p.add_argument("--session", help="the agent's session id (default: $DSH_SESSION_ID, else "
+                   "one made for this run)")
+    p.add_argument("--include-shared", action="store_true",
+                   help="serve verified shared-project records too")
+    p.add_argument("--yes-shared", action="store_true",
+                   help="also write the use counts of shared-project records")
     return parser
 
 

@@ -14,12 +14,14 @@ from typing import Any
 
 from .errors import StoreError
 from .model import (
+    JS_WHITESPACE,
     Record,
     Status,
     Verification,
     conflict_group_for,
     is_expired,
     next_revision,
+    sha256_hex,
     title_key,
 )
 
@@ -38,11 +40,16 @@ class Action(StrEnum):
     STALE = "stale"
 
 
+FORGOTTEN_WHY = "it was forgotten; its content is gone"
+
+
 def refusal(record: Record, action: Action, now: int) -> str | None:
-    """Why the host's rules refuse ``action`` on ``record`` now, or None if allowed."""
+    """Why the rules refuse ``action`` on ``record`` now, or None if allowed: the host's
+    rules, and every action on a forgotten record (the host allows some; docs/host.md).
+    """
     g = record.governance
-    if record.status is Status.FORGOTTEN and action is not Action.UNPIN:
-        return "a forgotten record can only stay forgotten"
+    if record.status is Status.FORGOTTEN:
+        return FORGOTTEN_WHY
     if action in (Action.VERIFY, Action.REJECT) and g.verification is not Verification.UNVERIFIED:
         done = "verified" if action is Action.VERIFY else "rejected"
         return f"only unverified memory can be {done}; this one is {g.verification.value}"
@@ -63,6 +70,18 @@ def refusal(record: Record, action: Action, now: int) -> str | None:
     return None
 
 
+def refused(record: Record, action: Action, now: int) -> StoreError | None:
+    """The error an ``action`` on ``record`` now raises (FORGOTTEN for a forgotten record,
+    else INVALID_TRANSITION with the host's reason), or None if it is allowed.
+    """
+    why = refusal(record, action, now)
+    if why is None:
+        return None
+    if why is FORGOTTEN_WHY:
+        return StoreError("FORGOTTEN", f"{record.id} was forgotten; its content is gone")
+    return StoreError("INVALID_TRANSITION", f"cannot {action.value} {record.id}: {why}")
+
+
 def transition(
     record: Record,
     action: Action,
@@ -71,10 +90,10 @@ def transition(
     reviewer: str | None = None,
     reason: str | None = None,
 ) -> Record:
-    """The record's next revision after ``action`` by a user (``INVALID_TRANSITION``)."""
-    why = refusal(record, action, now)
-    if why is not None:
-        raise StoreError("INVALID_TRANSITION", f"cannot {action.value} {record.id}: {why}")
+    """The record's next revision after ``action`` by a user (``refused``'s error)."""
+    error = refused(record, action, now)
+    if error is not None:
+        raise error
     gov: dict[str, Any] = {}
     drop: tuple[str, ...] = ()
     changes: dict[str, Any] = {}
@@ -128,6 +147,194 @@ def display_conflict_groups(records: Iterable[Record]) -> dict[str, str]:
             stored = record.governance.conflictGroup
             out[record.id] = stored if stored is not None else conflict_group_for(record.title)
     return out
+
+
+def conflict_rivals(record: Record, records: Iterable[Record]) -> list[Record]:
+    """The other open versions of ``record``, newest first: records of its file (``records``)
+    of the same type whose titles the host compares as equal and whose contents differ, active
+    and not rejected (a rejected version is resolved already; the host's "keep" would archive
+    it too).
+    """
+    key = title_key(record.title)
+    rivals = [
+        r for r in records
+        if r.id != record.id and r.status is Status.ACTIVE and r.type is record.type
+        and r.governance.verification is not Verification.REJECTED
+        and r.contentHash != record.contentHash and title_key(r.title) == key
+    ]
+    return sorted(rivals, key=lambda r: (-r.updatedAt, locale_key(r.id)))  # newest first
+
+
+def keep_plan(record: Record, records: Iterable[Record], now: int) -> list[tuple[Record, Action]]:
+    """The host's "keep this version" of a conflict group (``resolveConflict``): verify the
+    chosen one (re-verify it when stale), reject each unverified rival and archive the verified
+    and stale ones.
+    ``records``: the records of its file. ``INVALID_TRANSITION`` (or FORGOTTEN) when it cannot
+    be kept: it is not active, it was rejected, or no other active version shares its title.
+    """
+    why = keep_refusal(record, records, now)
+    if why is not None:
+        if why is FORGOTTEN_WHY:
+            raise StoreError("FORGOTTEN", f"{record.id} was forgotten; its content is gone")
+        raise StoreError("INVALID_TRANSITION", f"cannot keep {record.id}: {why}")
+    plan: list[tuple[Record, Action]] = []
+    verification = record.governance.verification
+    if verification is Verification.UNVERIFIED:
+        plan.append((record, Action.VERIFY))
+    elif verification is Verification.STALE:
+        plan.append((record, Action.REVERIFY))
+    for rival in conflict_rivals(record, records):
+        if rival.governance.verification is Verification.UNVERIFIED:
+            plan.append((rival, Action.REJECT))
+        else:
+            plan.append((rival, Action.ARCHIVE))
+    return plan
+
+
+def keep_refusal(record: Record, records: Iterable[Record], now: int) -> str | None:
+    """Why ``keep_plan`` refuses ``record``, or None."""
+    if record.status is Status.FORGOTTEN:
+        return FORGOTTEN_WHY
+    if record.status is not Status.ACTIVE:
+        return f"only an active version can be kept; this one is {record.status.value}"
+    if record.governance.verification is Verification.REJECTED:
+        return "it was rejected, and a rejected record cannot be verified"
+    if not conflict_rivals(record, records):
+        return ("no other active, unrejected version has its title (it is in no open "
+                "conflict group)")
+    return None
+
+
+class ConflictIndex:
+    """Open conflict groups, kept up to date record by record (the app's markers and its
+    ``conflict:`` filter): records of one file and type whose titles the host compares as
+    equal, active and not rejected, with two or more contents. A rejected or archived version
+    no longer counts: after "keep this version" the group is resolved.
+
+    Each title keeps a count of its contents, so a record's group is found in constant time
+    and an update reports the other records only when their group opened or closed (a file of
+    10,000 copies of one record has one big group that never opens). Keys are strings and a
+    title with one record holds just its id: a 20,000-record store makes no container per
+    record for the garbage collector to walk.
+    """
+
+    def __init__(self, records: Iterable[Record] = ()) -> None:
+        # "scope NUL scopeKey NUL type NUL title key" -> its one id, or its {id: contentHash}
+        self._members: dict[str, str | dict[str, str]] = {}
+        self._contents: dict[str, dict[str, int]] = {}  # for titles of 2+ ids: hash -> count
+        self._key_of: dict[str, str] = {}
+        self._hash_of: dict[str, str] = {}
+        self._stored: dict[str, str] = {}  # a group written in the record's line
+        # The first load in one pass, _key and _add inlined (it runs on every full sync).
+        members, key_of, hash_of = self._members, self._key_of, self._hash_of
+        active, rejected, spaces = Status.ACTIVE, Verification.REJECTED, JS_WHITESPACE
+        for r in records:
+            g = r.governance
+            stored = g.conflictGroup
+            if stored.__class__ is str:
+                self._stored[r.id] = stored
+            if r.status is not active or g.verification is rejected:
+                continue
+            key = (r.scope._value_ + "\0" + r.scopeKey + "\0" + r.type._value_ + "\0"
+                   + r.title.strip(spaces).lower())
+            if key in members:
+                self._add(r.id, key, r.contentHash)
+            else:
+                rid = r.id
+                members[key] = rid
+                key_of[rid] = key
+                hash_of[rid] = r.contentHash
+
+    @staticmethod
+    def _key(record: Record) -> str | None:
+        if (record.status is not Status.ACTIVE
+                or record.governance.verification is Verification.REJECTED):
+            return None
+        # Titles hold no control character: NUL cannot occur inside a part. (``_value_``: the
+        # enum's ``value`` property and ``str()`` are Python calls, this a plain attribute.)
+        return (record.scope._value_ + "\0" + record.scopeKey + "\0" + record.type._value_
+                + "\0" + record.title.strip(JS_WHITESPACE).lower())
+
+    def _add(self, rid: str, key: str | None, content: str) -> None:
+        if key is None:
+            return
+        self._key_of[rid] = key
+        self._hash_of[rid] = content
+        current = self._members.get(key)
+        if current is None:
+            self._members[key] = rid
+            return
+        if isinstance(current, str):
+            first = self._hash_of[current]
+            current = self._members[key] = {current: first}
+            self._contents[key] = {first: 1}
+        current[rid] = content
+        counts = self._contents[key]
+        counts[content] = counts.get(content, 0) + 1
+
+    def _remove(self, rid: str) -> None:
+        key = self._key_of.pop(rid)
+        content = self._hash_of.pop(rid)
+        current = self._members[key]
+        if isinstance(current, str):
+            del self._members[key]
+            return
+        del current[rid]
+        counts = self._contents[key]
+        counts[content] -= 1
+        if not counts[content]:
+            del counts[content]
+        if len(current) == 1:
+            [(last, _)] = current.items()
+            self._members[key] = last
+            del self._contents[key]
+
+    def _open(self, key: str) -> bool:
+        return len(self._contents.get(key, ())) >= 2
+
+    def _ids(self, key: str) -> list[str]:
+        current = self._members.get(key)
+        if current is None:
+            return []
+        return [current] if isinstance(current, str) else list(current)
+
+    def update(self, record: Record) -> set[str]:
+        """Take ``record``'s current state; returns the ids whose marker may have changed:
+        the record itself, and every member of a group that opened or closed.
+        """
+        rid = record.id
+        old, new = self._key_of.get(rid), self._key(record)
+        stored = record.governance.conflictGroup
+        if isinstance(stored, str):
+            self._stored[rid] = stored
+        else:
+            self._stored.pop(rid, None)
+        if old == new and (new is None or self._hash_of.get(rid) == record.contentHash):
+            return set()
+        was = {k: self._open(k) for k in (old, new) if k is not None}
+        if old is not None:
+            self._remove(rid)
+        self._add(rid, new, record.contentHash)
+        touched: set[str] = {rid}
+        for key, opened in was.items():
+            if self._open(key) != opened:
+                touched.update(self._ids(key))
+        return touched
+
+    def group(self, record_id: str) -> str | None:
+        """The record's conflict group if it is in an open one, else None."""
+        key = self._key_of.get(record_id)
+        if key is None or not self._open(key):
+            return None
+        stored = self._stored.get(record_id)
+        if stored is not None:
+            return stored
+        return "conflict:" + sha256_hex(key.rsplit("\0", 1)[1])[:24]
+
+    def members(self, record_id: str) -> list[str]:
+        """The ids of the record's open group (itself included), or []."""
+        key = self._key_of.get(record_id)
+        return self._ids(key) if key is not None and self._open(key) else []
 
 
 # ICU's root collation order of ASCII (what node's localeCompare uses): spaces, punctuation and

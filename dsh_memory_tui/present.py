@@ -1,11 +1,14 @@
-"""Words for records shared by the CLI and the app: times, labels, what a revision changed."""
+"""Words for records shared by the CLI and the app: times, labels, what a revision changed, and
+the one list of a record's facts that ``dsh-memory show`` and the detail pane both print.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from .model import Origin, Record
+from .model import Origin, Record, Status, Verification, is_expired
 
 SHORT_ORIGIN = {
     Origin.USER_AUTHORED: "user",
@@ -22,6 +25,128 @@ def when(ms: int, fmt: str = "%Y-%m-%d %H:%M") -> str:
 
 def tags_text(tags: Iterable[str]) -> str:
     return ", ".join(tags) or "(none)"
+
+
+_UNITS = ((86_400_000 * 365, "year"), (86_400_000 * 30, "month"), (86_400_000, "day"),
+          (3_600_000, "hour"), (60_000, "minute"))
+
+
+def relative(ms: int, now: int) -> str:
+    """``ms`` from ``now`` in words: "3 days ago", "in 2 hours", "just now"."""
+    delta = ms - now
+    for unit_ms, name in _UNITS:
+        n = abs(delta) // unit_ms
+        if n:
+            words = f"{n} {name}{'s' if n != 1 else ''}"
+            return f"in {words}" if delta > 0 else f"{words} ago"
+    return "just now"
+
+
+def expired_at(record: Record, now: int) -> bool:
+    """Verified until ``expiresAt``, which has passed: the host shows it stale (a view)."""
+    g = record.governance
+    if g.expiresAt is None or g.expiresAt > now:
+        return False
+    # The current record is the stale view of the expired line; the line itself says verified.
+    return g.verification is Verification.STALE or is_expired(record, now)
+
+
+# Table markers (one cell each): pinned, expired, in an open conflict group.
+PINNED_MARK, EXPIRED_MARK, CONFLICT_MARK = "⚑", "⧗", "≠"
+MARKER_HELP = f"{PINNED_MARK} pinned  {EXPIRED_MARK} expired (stale)  {CONFLICT_MARK} conflict"
+
+
+def markers(record: Record, now: int, conflict: bool = False) -> str:
+    """The table's marker cell: pinned, expired, open conflict."""
+    return "".join((
+        PINNED_MARK if record.governance.pinned else "",
+        EXPIRED_MARK if expired_at(record, now) else "",
+        CONFLICT_MARK if conflict else "",
+    ))
+
+
+def record_facts(
+    record: Record,
+    now: int,
+    *,
+    scope: str | None = None,
+    conflict_group: object = None,
+    rivals: int = 0,
+) -> list[tuple[str, str]]:
+    """A record's facts as (name, text) pairs, in the order ``show`` and the detail pane
+    print them: what the host knows of it (pins, verification, expiry, use, conflict group)
+    in words. ``scope``: how the caller names the scope (default: scope and scopeKey);
+    ``conflict_group``: the group the host's domain shows for it (stored or computed) and
+    ``rivals`` the other active versions in it.
+    """
+    g, p = record.governance, record.provenance
+    verification = g.verification.value
+    if g.verifiedAt is not None:
+        verification += f" at {when(g.verifiedAt)}"
+        if g.verifiedBy:
+            verification += f" by {g.verifiedBy}"
+    if g.verification is Verification.STALE:
+        verification += (" (its verification expired; re-verify it)" if expired_at(record, now)
+                         else " (changed since it was verified; re-verify it)")
+    prov = p.kind.value
+    if p.sessionId:
+        prov += f", session {p.sessionId}"
+    if p.eventSeq is not None:
+        prov += f", event {p.eventSeq}"
+    if p.note:
+        prov += f" ({p.note})"
+    rows = [
+        ("id", record.id),
+        ("scope", scope or f"{record.scope.value} ({record.scopeKey})"),
+        ("type", record.type.value),
+        ("status", record.status.value),
+        ("verification", verification),
+        ("origin", g.origin.value),
+    ]
+    if g.confidence is not None:
+        rows.append(("confidence", g.confidence))
+    rows += [("revision", str(g.revision)), ("retention", g.retention.value)]
+    if g.pinnedAt is not None:
+        rows.append(("pinned", f"at {when(g.pinnedAt)} by {g.pinnedBy or '?'}"
+                     " (served to the agent first)"))
+    elif record.status is Status.ACTIVE and g.verification is Verification.VERIFIED:
+        rows.append(("pinned", "no"))
+    if g.expiresAt is not None:
+        if expired_at(record, now):
+            rows.append(("expires", f"expired {relative(g.expiresAt, now)} "
+                         f"({when(g.expiresAt)}): shown stale"))
+        else:
+            rows.append(("expires", f"{relative(g.expiresAt, now)} ({when(g.expiresAt)})"))
+    if conflict_group is not None or g.conflictGroup is not None:
+        group = conflict_group if conflict_group is not None else g.conflictGroup
+        text = group if isinstance(group, str) else json.dumps(group)
+        if rivals:
+            text += f" ({rivals} other active version{'s' if rivals != 1 else ''})"
+        rows.append(("conflict", text))
+    used = "never" if not record.useCount else (
+        f"{record.useCount} time{'s' if record.useCount != 1 else ''}")
+    if record.lastUsedAt is not None:
+        used += f", last {relative(record.lastUsedAt, now)} ({when(record.lastUsedAt)})"
+    rows += [
+        ("used", used),
+        ("tags", tags_text(record.tags)),
+        ("provenance", prov),
+        ("sourceRefs", ", ".join(f"{s.kind}:{s.id}" for s in g.sourceRefs) or "(none)"),
+        ("created", when(record.createdAt)),
+        ("updated", when(record.updatedAt)),
+    ]
+    if record.is_legacy:
+        rows.append(("governance", "none in the file (an older host's): the host's defaults"))
+    if g.reviewedBy:
+        note = f": {g.reviewNote}" if g.reviewNote else ""
+        at = f" at {when(g.reviewedAt)}" if isinstance(g.reviewedAt, int) else ""
+        rows.append(("reviewed", f"by {g.reviewedBy}{at}{note}"))
+    return rows
+
+
+def facts_text(rows: Iterable[tuple[str, str]]) -> str:
+    """``record_facts`` as plain text lines, ``name:`` padded (``dsh-memory show``)."""
+    return "\n".join(f"{name + ':':<14}{value}" for name, value in rows)
 
 
 def describe_changes(old: Record | None, new: Record) -> list[str]:

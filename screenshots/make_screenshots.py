@@ -9,8 +9,8 @@ does.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
+import hashlib
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -20,25 +20,70 @@ from textual.widgets import Input, Select
 HERE = Path(__file__).parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from interop.corpus import install_tree, make_case_dirs, scope_key_sha16  # noqa: E402
 
 from dsh_memory_tui.app.app import MemoryApp  # noqa: E402
 from dsh_memory_tui.app.screens.bundles import ImportDialog  # noqa: E402
 from dsh_memory_tui.app.screens.form import RecordForm  # noqa: E402
-from dsh_memory_tui.model import Scope  # noqa: E402
+from dsh_memory_tui.model import Scope, content_hash  # noqa: E402
+from dsh_memory_tui.paths import StorePaths  # noqa: E402
 from dsh_memory_tui.store import MemoryStore  # noqa: E402
 from tests.app.helpers import pad_past_cap  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
 SIZE = (110, 34)
 DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
+# The pictures show no rootId, but the session file's name is its hash: one fixed rootId keeps
+# them the same from run to run (as tests/app/test_snapshots.py does).
+FIXED_ROOT = "root:" + hashlib.sha256(b"/home/dev/projects/acme-api").hexdigest()
 
 
 def copy_fixtures(root: Path) -> tuple[Path, Path]:
-    dest = root / "host"
-    shutil.copytree(FIXTURES / "host", dest)
-    for directory, _dirs, _files in os.walk(dest):
-        os.chmod(directory, 0o700)
-    return dest / "home", dest / "workspace"
+    """The fixture tree installed as the tests install it (placeholders filled in)."""
+    dirs = make_case_dirs(root / "host")
+    dirs.root_id = FIXED_ROOT
+    dirs.mapping.update({
+        "__ROOT_ID__": FIXED_ROOT,
+        "__ROOT_ID_UPPERCASE__": FIXED_ROOT.upper(),
+        "__SCOPEKEY_SHA16__": scope_key_sha16(f"session-abc|{FIXED_ROOT}"),
+    })
+    install_tree(FIXTURES / "host" / "home", dirs.home, dirs)
+    install_tree(FIXTURES / "host" / "workspace", dirs.workspace, dirs)
+    return dirs.home, dirs.workspace
+
+
+def open_app(home: Path, ws: Path) -> MemoryApp:
+    return MemoryApp(MemoryStore(StorePaths(home, ws, "alice", root_id=FIXED_ROOT)), watch=False)
+
+
+def add_conflict(ws: Path) -> None:
+    """Two versions of one title, as the host writes them (fixed ids and times)."""
+    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
+    lines = []
+    for rid, title, content, verification, at in (
+        ("memory:lint-a", "Lint with ruff", "CI runs `ruff check`.\nFormatting: black.\n"
+         "Line length 100.", "verified", 1764000200000),
+        ("memory:lint-b", "lint with Ruff", "CI runs `ruff check`.\nFormatting: `ruff format`."
+         "\nLine length 100.\nNo isort.", "unverified", 1764000300000),
+    ):
+        gov = {"origin": "model-suggested", "sourceRefs": [{"kind": "session", "id": "s1"}],
+               "verification": verification}
+        if verification == "verified":
+            gov |= {"verifiedAt": at, "verifiedBy": "user"}
+        gov |= {"revision": 1, "retention": "project-delete"}
+        if rid.endswith("b"):
+            gov["conflictGroup"] = "conflict:6f031ee6a2ab8b4bc974bdea"
+        lines.append(json.dumps({
+            "schemaVersion": 1, "id": rid, "scope": "project", "scopeKey": FIXED_ROOT,
+            "type": "convention", "title": title, "content": content, "tags": ["ci"],
+            "provenance": {"kind": "agent", "sessionId": "s1", "note": "memory proposal"},
+            "createdAt": at, "updatedAt": at, "useCount": 0, "contentHash": content_hash(content),
+            "status": "active", "governance": gov,
+        }))
+    with open(data, "a") as f:
+        f.write("".join(line + "\n" for line in lines))
 
 
 async def wait_until(pilot, condition, timeout: float = 10.0) -> None:
@@ -53,7 +98,7 @@ async def wait_until(pilot, condition, timeout: float = 10.0) -> None:
 async def shoot(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home, ws = copy_fixtures(Path(tmp))
-        app = MemoryApp(MemoryStore.open(home, ws, "alice"), watch=False)
+        app = open_app(home, ws)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
             app.save_screenshot("review-queue.svg", str(out))
@@ -90,11 +135,25 @@ async def shoot(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home, ws = copy_fixtures(Path(tmp))
         pad_past_cap(ws)
-        app = MemoryApp(MemoryStore.open(home, ws, "alice"), watch=False)
+        app = open_app(home, ws)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("3")
             await pilot.pause(0.3)
             app.save_screenshot("read-only-banner.svg", str(out))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home, ws = copy_fixtures(Path(tmp))
+        add_conflict(ws)
+        app = open_app(home, ws)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("3")
+            await pilot.pause(0.3)
+            app.pane("project").table.move_cursor_to_key("memory:lint-b")
+            await pilot.pause(0.3)
+            await pilot.press("K")
+            await wait_until(pilot, lambda: type(app.screen).__name__ == "ConflictScreen")
+            await pilot.pause(0.3)
+            app.save_screenshot("conflict-view.svg", str(out))
 
 
 if __name__ == "__main__":

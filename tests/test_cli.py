@@ -437,3 +437,70 @@ def test_check_reports_an_oversized_file(fixture_home: Home) -> None:
     assert result.returncode == 1
     assert "oversized" in result.stdout
     assert cli(fixture_home, "list").returncode == 0  # reads still work
+
+
+# ----------------------------------------------------------------- what the host knows, keep, adopt
+
+
+def test_show_says_what_the_host_knows_of_a_record(fixture_home: Home) -> None:
+    """Pins, who verified it and when, confidence, expiry in words, use, conflict group."""
+    now = MemoryStore.open(*fixture_home, "alice").clock()
+    day = 86_400_000
+    data = project_file(fixture_home)
+    line = json.loads(data.read_bytes().splitlines()[1])  # DECISION, revision 2, verified
+    line["governance"] |= {"revision": 3, "confidence": "medium", "expiresAt": now - 3 * day,
+                           "pinnedAt": now - 10 * day, "pinnedBy": "user", "verifiedBy": "user"}
+    line |= {"useCount": 4, "lastUsedAt": now - 5 * 60_000, "updatedAt": now - 10 * day}
+    with open(data, "ab") as f:
+        f.write(json.dumps(line).encode() + b"\n")
+    text = ok(fixture_home, "show", DECISION)
+    assert "verification: stale" in text and "by user" in text  # expired: the host's view
+    assert "its verification expired; re-verify it" in text
+    assert "expires:      expired 3 days ago" in text and "shown stale" in text
+    assert "confidence:   medium" in text
+    assert "used:         4 times, last 5 minutes ago" in text
+    assert "pinned:" not in text  # the expired view is unpinned, as the host shows it
+    assert "revision:     4" in text
+    ok(fixture_home, "reverify", DECISION)
+    assert "verification: stale" in ok(fixture_home, "show", DECISION)  # expiresAt is past
+
+
+def test_keep_resolves_a_conflict_group_from_the_command_line(fixture_home: Home) -> None:
+    propose = ("propose", "--scope", "project", "--type", "convention", "--source-ref", "url:x")
+    a = last_line(ok(fixture_home, *propose, "--title", "Deploy", "--content", "Fridays."))
+    b = last_line(ok(fixture_home, *propose, "--title", " deploy", "--content", "Tuesdays."))
+    shown = ok(fixture_home, "show", b)
+    assert re.search(r"conflict:     conflict:[0-9a-f]{24} \(1 other active version\)", shown)
+    result = ok(fixture_home, "keep", b, "--reason", "we deploy on Tuesdays")
+    assert result.splitlines() == [f"rejected: {a}", "kept: verified, revision 2", b]
+    kept = json.loads(ok(fixture_home, "show", b, "--json"))["governance"]
+    assert (kept["verification"], kept["reviewNote"]) == ("verified", "we deploy on Tuesdays")
+    rival = json.loads(ok(fixture_home, "show", a, "--json"))["governance"]
+    assert rival["verification"] == "rejected"
+    refused = fails(fixture_home, "keep", b, code="INVALID_TRANSITION")
+    assert "no other active, unrejected version" in refused.stderr
+
+
+def test_adopt_takes_a_moved_projects_records(fixture_home: Home) -> None:
+    old_root = "root:" + "cd" * 32
+    data = project_file(fixture_home)
+    line = json.loads(data.read_bytes().splitlines()[2])  # the proposal
+    moved = dict(line, id="memory:moved", scopeKey=old_root)
+    shared = data.with_name("shared.jsonl")
+    shared_line = json.loads(shared.read_bytes().splitlines()[0])
+    with open(data, "ab") as f:
+        f.write(json.dumps(moved).encode() + b"\n")
+    with open(shared, "ab") as f:
+        f.write(json.dumps(dict(shared_line, id="memory:moved-shared", scopeKey=old_root))
+                .encode() + b"\n")
+    assert "memory:moved" not in ok(fixture_home, "list")
+    out = ok(fixture_home, "adopt")
+    assert f"records.jsonl: 1 line(s) of {old_root} adopted" in out
+    assert "shared.jsonl: skipped (shared-project needs --yes-shared)" in out
+    assert last_line(out) == "memory:moved"
+    assert "memory:moved" in ok(fixture_home, "list")
+    out = ok(fixture_home, "adopt", "--scope", "shared-project", "--yes-shared")
+    assert last_line(out) == "memory:moved-shared"
+    fails(fixture_home, "adopt", "--from", "root:" + "00" * 32, "--scope", "project",
+          code="NOT_FOUND")
+    assert ok(fixture_home, "adopt") == ""  # nothing left anywhere

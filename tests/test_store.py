@@ -1038,3 +1038,185 @@ def test_a_symlinked_dsh_directory_in_the_workspace_is_refused(tmp_path):
         store.create("project", "fact", "t", "c")
     assert exc.value.code == "UNSAFE_PATH"
     assert list((elsewhere / "workspace-memory").iterdir()) == []
+
+
+# ----------------------------------------------------------------- conflict groups and keep
+
+
+def _versions(store: MemoryStore) -> tuple[str, str, str]:
+    """Three proposals of one title (case and spaces differ), three contents; one verified."""
+    ref = [SourceRef(kind="session", id="s1")]
+    a = store.propose("project", "fact", "Lint with ruff", "CI runs ruff.", source_refs=ref).id
+    b = store.propose("project", "fact", " lint with RUFF", "CI runs flake8.", source_refs=ref).id
+    c = store.propose("project", "fact", "Lint with ruff", "CI runs pylint.", source_refs=ref).id
+    store.verify(a)
+    return a, b, c
+
+
+def test_new_versions_of_a_title_get_the_hosts_conflict_group(alice_store: MemoryStore) -> None:
+    a, b, c = _versions(alice_store)
+    group, rivals = alice_store.conflict(c)
+    assert group is not None and group.startswith("conflict:") and len(group) == 33
+    assert {r.id for r in rivals} == {a, b}  # the other active versions
+    assert alice_store.get(b).governance.conflictGroup == group  # written on the newer ones
+    assert alice_store.get(a).governance.conflictGroup is None  # the host's: only shown
+    assert alice_store.conflict(a)[0] == group
+
+
+def test_keep_verifies_the_kept_rejects_unverified_rivals_archives_verified_ones(
+    alice_store: MemoryStore,
+) -> None:
+    a, b, c = _versions(alice_store)
+    path = project_path(alice_store)
+    before = path.read_bytes().count(b"\n")
+    result = alice_store.keep(c)
+    assert path.read_bytes().count(b"\n") == before + 3  # one locked append of three lines
+    assert result.kept.id == c and [r.id for r in result.written[1:]] in ([b, a], [a, b])
+    kept, rival, verified = (alice_store.get(r) for r in (c, b, a))
+    assert (kept.status, kept.governance.verification, kept.governance.verifiedBy) == (
+        Status.ACTIVE, Verification.VERIFIED, "user")
+    assert (rival.status, rival.governance.verification) == (Status.ACTIVE, Verification.REJECTED)
+    assert rival.governance.reviewNote == f"another version was kept: {c}"
+    assert (verified.status, verified.governance.verification) == (
+        Status.ARCHIVED, Verification.VERIFIED)
+    assert alice_store.conflict(c)[1] == []  # resolved: no open rival left
+    with pytest.raises(StoreError) as err:
+        alice_store.keep(c)
+    assert err.value.code == "INVALID_TRANSITION"
+
+
+def test_keep_of_a_stale_version_reverifies_it_and_refuses_a_rejected_one(
+    alice_store: MemoryStore,
+) -> None:
+    a, b, c = _versions(alice_store)
+    alice_store.reject(b)
+    with pytest.raises(StoreError) as err:
+        alice_store.keep(b)
+    assert err.value.code == "INVALID_TRANSITION" and "rejected" in err.value.message
+    edited = alice_store.edit(a, 2, tags=["ci"])  # verified -> stale
+    assert edited.governance.verification is Verification.STALE
+    result = alice_store.keep(a)
+    assert result.kept.governance.verification is Verification.VERIFIED
+    assert [r.id for r in result.rejected] == [c] and result.archived == []
+    assert alice_store.get(b).governance.verification is Verification.REJECTED  # left as it was
+
+
+def test_keep_checks_the_base_revision(alice_store: MemoryStore) -> None:
+    a, b, c = _versions(alice_store)
+    path = project_path(alice_store)
+    before = path.read_bytes()
+    with pytest.raises(StoreError) as err:
+        alice_store.keep(c, base_revision=5)
+    assert err.value.code == "REVISION_CONFLICT"
+    assert path.read_bytes() == before
+
+
+# ----------------------------------------------------------------- a project that moved
+
+
+def _moved_lines(store: MemoryStore, old_root: str) -> list[bytes]:
+    """Two records (one with two revisions) written under ``old_root``: what a project file
+    holds after the project moved."""
+    now = 1_700_000_000_000
+    first = make_record(
+        scope=Scope.PROJECT, scope_key=old_root, record_type=RecordType.DECISION,
+        title="From before the move", content="Written at the old path.", tags=["old"],
+        provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
+        source_refs=[], record_id="memory:moved-1", now=now,
+    )
+    second = next_revision(first, now + 1, None, {"verification": Verification.VERIFIED,
+                                                   "verifiedAt": now + 1, "verifiedBy": "user"})
+    other = make_record(
+        scope=Scope.PROJECT, scope_key=old_root, record_type=RecordType.FACT,
+        title="Another", content="Also old.", tags=[],
+        provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
+        source_refs=[], record_id="memory:moved-2", now=now,
+    )
+    return [r.to_line() for r in (first, second, other)]
+
+
+def test_adopt_takes_a_moved_projects_lines_in_one_rewrite_history_kept(
+    alice_store: MemoryStore,
+) -> None:
+    old_root = "root:" + "cd" * 32
+    path = project_path(alice_store)
+    lines = _moved_lines(alice_store, old_root)
+    with open(path, "ab") as f:
+        f.write(b"".join(lines))
+    assert alice_store.adoptable(alice_store.file_for(Scope.PROJECT)) == {old_root: 3}
+    assert "memory:moved-1" not in {r.id for r in alice_store.records(Scope.PROJECT)}
+    before = path.read_bytes()
+    result = alice_store.adopt(alice_store.file_for(Scope.PROJECT))
+    assert result.adopted == {old_root: 3} and result.ids == ["memory:moved-1", "memory:moved-2"]
+    assert result.left == []
+    history = alice_store.history("memory:moved-1")
+    assert [h.revision for h in history] == [1, 2]
+    assert all(h.scopeKey == alice_store.paths.root_id for h in history)
+    assert alice_store.get("memory:moved-1").governance.verification is Verification.VERIFIED
+    assert path.with_name("records.jsonl.bak").read_bytes().count(old_root.encode()) == 3
+    assert old_root.encode() not in path.read_bytes()
+    assert DECISION in {r.id for r in alice_store.records(Scope.PROJECT)}  # ours untouched
+    assert len(path.read_bytes()) < len(before) + 10  # the same lines, one scopeKey each
+    again = alice_store.adopt(alice_store.file_for(Scope.PROJECT))
+    assert again.adopted == {} and again.ids == []
+
+
+def test_adopt_leaves_lines_it_cannot_take_and_says_why(alice_store: MemoryStore) -> None:
+    old_root, third_root = "root:" + "cd" * 32, "root:" + "ef" * 32
+    path = project_path(alice_store)
+    clash = json.loads(path.read_bytes().splitlines()[0])  # our DECISION's first line
+    clash["scopeKey"] = old_root
+    broken = json.loads(_moved_lines(alice_store, old_root)[2])
+    broken["contentHash"] = "sha256:" + "0" * 64
+    elsewhere = json.loads(_moved_lines(alice_store, third_root)[0])
+    with open(path, "ab") as f:
+        for obj in (clash, broken, elsewhere):
+            f.write(json.dumps(obj).encode() + b"\n")
+    with pytest.raises(StoreError) as err:
+        alice_store.adopt(alice_store.file_for(Scope.PROJECT), from_root="root:" + "00" * 32)
+    assert err.value.code == "NOT_FOUND"
+    result = alice_store.adopt(alice_store.file_for(Scope.PROJECT), from_root=third_root)
+    assert result.adopted == {third_root: 1} and result.ids == ["memory:moved-1"]
+    result = alice_store.adopt(alice_store.file_for(Scope.PROJECT))
+    left = dict(result.left)
+    assert result.adopted == {} and set(left) == {DECISION, "memory:moved-2"}
+    assert left[DECISION] == "this workspace has a record with that id"
+    assert left["memory:moved-2"].startswith("not a valid record here: Memory content hash")
+    assert alice_store.adoptable(alice_store.file_for(Scope.PROJECT)) == {old_root: 2}
+
+
+def test_adopt_in_shared_needs_confirmation(alice_store: MemoryStore) -> None:
+    old_root = "root:" + "cd" * 32
+    shared = alice_store.file_for(Scope.SHARED)
+    with open(shared.path, "ab") as f:
+        f.write(json.dumps(dict(json.loads(_moved_lines(alice_store, old_root)[0]),
+                                scope="shared-project")).encode() + b"\n")
+    with pytest.raises(StoreError) as err:
+        alice_store.adopt(shared)
+    assert err.value.code == "SHARED_WRITE_UNCONFIRMED"
+    assert alice_store.adopt(shared, confirm_shared=True).ids == ["memory:moved-1"]
+
+
+def test_the_conflict_index_opens_and_closes_groups_and_says_which_rows_changed(
+    alice_store: MemoryStore,
+) -> None:
+    from dsh_memory_tui.governance import ConflictIndex
+
+    ref = [SourceRef(kind="session", id="s1")]
+    copies = [alice_store.propose("project", "fact", "Same", f"Copy {i}.", source_refs=ref)
+              for i in range(3)]
+    index = ConflictIndex()
+    first = alice_store.get(copies[0].id)
+    assert index.update(first) == {first.id} and index.group(first.id) is None
+    second = alice_store.get(copies[1].id)
+    assert index.update(second) == {first.id, second.id}  # the group opened: both rows
+    group = index.group(first.id)
+    assert group is not None and index.group(second.id) == second.governance.conflictGroup
+    third = alice_store.get(copies[2].id)
+    assert index.update(third) == {third.id}  # open already: only the new row changes
+    assert index.update(third) == set()  # nothing changed
+    rejected = alice_store.reject(third.id)
+    assert index.update(rejected) == {third.id} and index.group(third.id) is None
+    archived = alice_store.archive(second.id)
+    assert index.update(archived) == {first.id, second.id}  # closed: one version left
+    assert index.group(first.id) is None and index.members(first.id) == []

@@ -17,9 +17,17 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, Tab, TabbedContent, TabPane
 
 from ..errors import StoreError
+from ..governance import (
+    ConflictIndex,
+    conflict_rivals,
+    keep_refusal,
+    refused,
+)
 from ..jsonl import ensure_dir, read_file
 from ..model import Record, Scope, Status, Verification
+from ..present import MARKER_HELP
 from ..store import Action, FileView, MemoryStore
+from ..store.maintenance import other_roots
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane, TabSpec
 from .screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
@@ -31,8 +39,15 @@ DETAIL_DELAY_S = 0.06
 WIDE_FROM = 140  # columns from which the detail pane sits beside the table
 WRITE_ACTIONS = {
     "verify", "reject", "reverify", "pin", "archive", "restore", "forget", "edit", "copy",
+    "keep", "adopt",
+}
+# The app's actions that are one of the host's transitions, on the marked rows or the cursor's.
+GOVERNED = {
+    "verify": Action.VERIFY, "reject": Action.REJECT, "reverify": Action.REVERIFY,
+    "archive": Action.ARCHIVE, "restore": Action.RESTORE,
 }
 _WRITE_ACTIONS_IN_ORDER = tuple(sorted(WRITE_ACTIONS))
+SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
 
 # What a sync compares per file: epoch, lines applied, corrupt, read-only, foreign, newer-schema.
 Mark = tuple[int, int, int, bool, int, int]
@@ -54,7 +69,7 @@ class Key(NamedTuple):
 
 
 ACTIONS: list[Key] = [
-    Key("v", "verify", "Verify", "verify the selected (or marked) records"),
+    Key("v", "verify", "Verify", "verify the selected (or marked) records; an optional reason"),
     Key("x", "reject", "Reject", "reject, with an optional reason"),
     Key("n", "new", "New", "new record (project, shared-project or user)"),
     Key("e", "edit", "Edit", "edit: keeps the id; a verified record becomes stale"),
@@ -65,7 +80,8 @@ ACTIONS: list[Key] = [
     # After the keys the footer showed before them: at 80 columns it shows what fits.
     Key("R", "reverify", "Reverify", "re-verify a stale record (edited or expired since)"),
     Key("p", "pin", "Pin/unpin", "pin a verified record (the agent sees it first), or unpin"),
-    Key("slash", "filter", "Filter", "filter: words, type:, status:, origin:, verification:, tag:"),
+    Key("K", "keep", "Keep version", "conflict group: versions side by side, keep one"),
+    Key("slash", "filter", "Filter", "filter: words, pinned, stale, expired, conflict:, type: ..."),
     Key("E", "export", "Export", "export a bundle"),
     Key("I", "import", "Import", "import a bundle (shows the plan before writing)"),
     Key("A", "toggle_inactive", "Show archived/forgotten", "show archived and forgotten records"),
@@ -73,6 +89,10 @@ ACTIONS: list[Key] = [
         "review queue: also show auto-derived session digests", footer=False),
     Key("C", "compact", "Compact",
         "compact this tab's file (the only way to shrink one over 8 MiB)", footer=False),
+    Key("M", "adopt", "Adopt moved records",
+        "a moved project: adopt its records under this workspace", footer=False),
+    Key("W", "agent_view", "What the agent sees",
+        "what an agent is served, per scope, with sizes", footer=False),
     Key("question_mark", "help", "Help", "this help"),
     Key("q", "quit", "Quit", "quit"),
 ]
@@ -83,7 +103,10 @@ OTHER_KEYS = [
     ("tab / escape", "into the detail pane to scroll a long record / back to the table"),
     ("1-5", "Review, Session, Project, Shared, User"),
     ("ctrl+p", "command palette: every action"),
+    ("markers", MARKER_HELP),
 ]
+_ACTION_OF_KEY = {k.key: k.action for k in ACTIONS}
+_TAB_OF = {Scope.PROJECT: "Project", Scope.SHARED: "Shared"}
 
 
 class MemoryApp(App[None]):
@@ -125,6 +148,8 @@ class MemoryApp(App[None]):
         self._announce_timer: Timer | None = None
         self._status_text = ""
         self._seen: dict[Path, Mark] = {}
+        # Open conflict groups of every record shown (the tables' markers, "conflict:").
+        self.conflicts = ConflictIndex()
         self.watch_mode = "off"
         self.sync_count = 0
 
@@ -134,7 +159,8 @@ class MemoryApp(App[None]):
         with TabbedContent(id="tabs", initial=self.initial_tab):
             for spec in TABS:
                 with TabPane(spec.title, id=spec.id):
-                    pane = RecordPane(spec, self._belongs(spec), self.store.paths.root_id)
+                    pane = RecordPane(spec, self._belongs(spec), self.store.paths.root_id,
+                                      self._open_conflict, self.store.clock)
                     pane.visible = spec.id == self.initial_tab
                     yield pane
         yield Static("", id="status-line")
@@ -145,6 +171,9 @@ class MemoryApp(App[None]):
             return lambda r: r.in_review_queue(self.review_derived)
         scope = spec.scope
         return lambda r: r.scope is scope and (self.show_inactive or r.status is Status.ACTIVE)
+
+    def _open_conflict(self, record_id: str) -> str | None:
+        return self.conflicts.group(record_id)
 
     def panes(self) -> list[RecordPane]:
         # Composed once and never replaced: look them up once (a DOM query per call adds up).
@@ -189,6 +218,7 @@ class MemoryApp(App[None]):
             for rid in view.current:
                 self.index[rid] = view
         records = [view.current[rid] for rid, view in self.index.items()]
+        self.conflicts = ConflictIndex(records)
         groups = self._session_groups()
         with self.batch_update():
             for pane in self.panes():
@@ -245,6 +275,10 @@ class MemoryApp(App[None]):
             return
         if not touched:
             return
+        for rid in [rid for r in list(changed.values()) for rid in self.conflicts.update(r)]:
+            # A version that joined or left a group changes the marker of the others too.
+            if rid not in changed and (other := self.record(rid)) is not None:
+                changed[rid] = other
         queued: list[Record] = []
         groups = self._session_groups() if any(
             r.scope is Scope.SESSION for r in changed.values()) else None
@@ -341,15 +375,19 @@ class MemoryApp(App[None]):
         ws = self.store.paths.workspace
         old_keys = {str(ws), os.path.realpath(ws)}  # what an earlier dsh-memory wrote
         ours = sum(n for key, n in view.foreign.items() if key in old_keys)
-        others = view.other_profile_lines - ours
+        moved = sum(other_roots(view, self.store.paths).values())
+        others = view.other_profile_lines - ours - moved
         name = view.path.name
         notes = []
         if ours:
             notes.append(f"ⓘ {ours} line(s) in {name} keyed by this workspace's path (an earlier "
                          "dsh-memory): not shown; `dsh-memory check --repair` migrates them")
+        if moved:
+            notes.append(f"ⓘ {moved} line(s) in {name} belong to another workspace (a moved or "
+                         f"copied project?): kept, not shown; M on the {_TAB_OF[view.scope]} "
+                         "tab adopts them into this workspace")
         if others:
-            notes.append(f"ⓘ {others} line(s) in {name} belong to another workspace (a moved or "
-                         "copied project?): kept, not shown")
+            notes.append(f"ⓘ {others} line(s) in {name} of other scopeKeys: kept, not shown")
         return notes
 
     def _status(self) -> None:
@@ -469,8 +507,12 @@ class MemoryApp(App[None]):
             pane.detail.show_note("Session", lines)
             return
         record = self.current_record(pane)
-        history = self.index[record.id].history(record.id) if record else []
-        pane.detail.show(record, history)
+        if record is None:
+            pane.detail.show(None)
+            return
+        group, rivals = self._conflict_info(record)
+        pane.detail.show(record, self.index[record.id].history(record.id),
+                         conflict_group=group, rivals=len(rivals), now=self.store.clock())
 
     def record(self, rid: str) -> Record | None:
         view = self.index.get(rid)
@@ -508,20 +550,95 @@ class MemoryApp(App[None]):
     # ------------------------------------------------------------------ availability
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """None (shown disabled in the footer) when ``unavailable`` says why it cannot run."""
         if not isinstance(self.screen, Screen) or self.screen is not self.screen_stack[0]:
             return True
-        if action in WRITE_ACTIONS:
-            records = self.targets()
-            if not records:
+        return None if self.unavailable(action) is not None else True
+
+    def unavailable(self, action: str) -> tuple[str, str] | None:
+        """Why ``action`` cannot run on the marked rows (else the cursor's) now, as (code, one
+        line), or None when it can: the host's rules for each governance action (a batch runs
+        when at least one of its records allows it), read-only files and scopes.
+        """
+        if action == "adopt":
+            if self._adopt_view() is None:
+                return ("UNAVAILABLE", "this tab's file has no lines of another workspace to "
+                        "adopt (the Project and Shared tabs say when they do)")
+            return None
+        if action not in WRITE_ACTIONS:
+            return None
+        records = self.targets()
+        if action in ("forget", "keep"):
+            cursor = self.current_record()
+            records = [cursor] if cursor is not None else []
+        if not records:
+            return ("UNAVAILABLE", "no record selected")
+        for r in records:
+            view = self.index[r.id]
+            if view.read_only:
+                return ("STORE_TOO_LARGE", f"{view.path.name} is over 8 MiB and read-only; "
+                        "compact it (C) to write again")
+        one = records[0]
+        now = self.store.clock()
+        if action in ("edit", "copy"):
+            if len(records) != 1:
+                return ("UNAVAILABLE", f"{action} works on one record; unmark the others")
+            if action == "edit" and one.scope is Scope.SESSION:
+                return ("READ_ONLY_SCOPE", "session records are review material; copy one (c) "
+                        "to keep and edit it")
+            if one.status is Status.FORGOTTEN:
+                return ("FORGOTTEN", f"{one.id} was forgotten; its content is gone")
+            return None
+        if action == "forget":
+            if one.status is Status.FORGOTTEN:
+                return ("FORGOTTEN", f"{one.id} is forgotten already")
+            return None
+        if action == "keep":
+            why = keep_refusal(one, self._group_records(one), now)
+            if why is None:
                 return None
-            if any(self.index[r.id].read_only for r in records):
+            code = "FORGOTTEN" if one.status is Status.FORGOTTEN else "INVALID_TRANSITION"
+            return (code, f"cannot keep {one.id}: {why}")
+        if action == "pin":
+            governed, records = self._pin_action(records)
+        else:
+            governed = GOVERNED[action]
+        first: StoreError | None = None
+        for r in records:
+            error = refused(r, governed, now)
+            if error is None:
                 return None
-            if action == "edit" and (len(records) != 1 or records[0].scope is Scope.SESSION
-                                     or records[0].status is Status.FORGOTTEN):
-                return None
-            if action in ("copy",) and len(records) != 1:
-                return None
+            if first is None:
+                first = _with_hint(error, governed, r)
+        assert first is not None
+        if len(records) > 1:
+            return (first.code, f"none of the {len(records)} marked records: {first.message}")
+        return (first.code, first.message)
+
+    @staticmethod
+    def _pin_action(records: list[Record]) -> tuple[Action, list[Record]]:
+        """``p``: pin the unpinned ones; when every one is pinned, unpin them."""
+        unpinned = [r for r in records if r.governance.pinnedAt is None]
+        return (Action.PIN, unpinned) if unpinned else (Action.UNPIN, records)
+
+    def explain(self, action: str) -> bool:
+        """Say in one line why ``action`` cannot run now; False if it can."""
+        why = self.unavailable(action)
+        if why is None:
+            return False
+        code, message = why
+        title = "Unavailable" if code == "UNAVAILABLE" else f"error[{code}]"
+        self.notify(message, title=title, severity="warning", timeout=8)
         return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A key whose action is unavailable says why (the binding would do nothing)."""
+        action = _ACTION_OF_KEY.get(event.key)
+        if action is None or self.screen is not self.screen_stack[0]:
+            return
+        if self.explain(action):
+            event.prevent_default()
+            event.stop()
 
     # ------------------------------------------------------------------ writing
 
@@ -597,28 +714,52 @@ class MemoryApp(App[None]):
         self.run_write([r.scope for r in records], write)
 
     def _batch_done(self, action: Action, written: int, skipped: list[tuple[str, str]]) -> None:
+        """One notification: how many were written, then each skipped record and why."""
         text = f"{action.value}: {written} record{'s' if written != 1 else ''}"
         if not skipped:
             self.notify(text)
             return
-        why = skipped[0][1] + ("; …" if len(skipped) > 1 else "")
-        self.notify(f"{text}; {len(skipped)} skipped ({why})", title="Skipped",
-                    severity="warning", timeout=8)
+        lines = [f"{text}; {len(skipped)} skipped:"]
+        for rid, why in skipped[:SKIPPED_LISTED]:
+            record = self.record(rid)
+            name = f"“{record.title}”" if record is not None else rid
+            lines.append(f"• {name}: {_short_why(why, action, rid)}")
+        if len(skipped) > SKIPPED_LISTED:
+            lines.append(f"… and {len(skipped) - SKIPPED_LISTED} more")
+        self.notify("\n".join(lines), title="Skipped", severity="warning", timeout=10)
+
+    def _with_reason(self, action: Action, verb: str, variant: str) -> None:
+        """Ask for an optional reason, then ``action`` on the marked rows (else the cursor's);
+        the dialog says which of them the rules will skip.
+        """
+        records = self.targets()
+        if not records:
+            return
+        what = f"{len(records)} records" if len(records) > 1 else f"“{records[0].title}”"
+        now = self.store.clock()
+        skipped = sum(1 for r in records if refused(r, action, now) is not None)
+        prompt = f"{verb} {what}?"
+        if skipped:
+            done = "verified" if action is Action.VERIFY else "rejected"
+            prompt += (f"\n{skipped} of them cannot be {done} in their state and will be "
+                       "skipped.")
+
+        def answered(reason: str | None) -> None:
+            if reason is not None:
+                self._review(action, reason or None, records)
+
+        self.push_screen(ReasonDialog(verb, prompt, verb, variant=variant), answered)
 
     def action_verify(self) -> None:
-        self._review(Action.VERIFY)
+        self._with_reason(Action.VERIFY, "Verify", "success")
 
     def action_reverify(self) -> None:
         self._review(Action.REVERIFY)
 
     def action_pin(self) -> None:
         """Unpin when every target is pinned; else pin the ones that are not."""
-        records = self.targets()
-        unpinned = [r for r in records if r.governance.pinnedAt is None]
-        if unpinned:
-            self._review(Action.PIN, records=unpinned)
-        else:
-            self._review(Action.UNPIN, records=records)
+        action, records = self._pin_action(self.targets())
+        self._review(action, records=records)
 
     def action_archive(self) -> None:
         self._review(Action.ARCHIVE)
@@ -627,16 +768,92 @@ class MemoryApp(App[None]):
         self._review(Action.RESTORE)
 
     def action_reject(self) -> None:
-        records = self.targets()
-        if not records:
+        self._with_reason(Action.REJECT, "Reject", "warning")
+
+    def _group_records(self, record: Record) -> list[Record]:
+        """The versions of the record's open conflict group (itself included), or []."""
+        return [r for rid in self.conflicts.members(record.id) if (r := self.record(rid))]
+
+    def _conflict_info(self, record: Record) -> tuple[object, list[Record]]:
+        """The record's conflict group (its open one, else the one its line stores) and its
+        rivals: the other open versions "keep" resolves (the store's ``conflict_rivals``)."""
+        group = self.conflicts.group(record.id)
+        if group is None:
+            return record.governance.conflictGroup, []
+        return group, conflict_rivals(record, self._group_records(record))
+
+    def action_keep(self) -> None:
+        """The conflict view: the group's versions side by side, K keeps the chosen one."""
+        from .screens.conflict import ConflictScreen
+
+        record = self.current_record()
+        if record is None:
             return
-        what = f"{len(records)} records" if len(records) > 1 else f"“{records[0].title}”"
+        group, rivals = self._conflict_info(record)
 
-        def answered(reason: str | None) -> None:
-            if reason is not None:
-                self._review(Action.REJECT, reason or None)
+        def chosen(rid: str | None) -> None:
+            target = self.record(rid) if rid else None
+            if target is None:
+                return
 
-        self.push_screen(ReasonDialog("Reject", f"Reject {what}?"), answered)
+            def write(confirmed: bool) -> None:
+                result = self.store.keep(target.id, base_revision=target.governance.revision,
+                                         confirm_shared=confirmed)
+                parts = [f"kept “{result.kept.title}” "
+                         f"({result.kept.governance.verification.value})"]
+                if result.rejected:
+                    parts.append(f"{len(result.rejected)} rejected")
+                if result.archived:
+                    parts.append(f"{len(result.archived)} archived")
+                self.notify("; ".join(parts), title="Conflict resolved")
+
+            self.run_write([target.scope], write)
+            self.active_pane.table.move_cursor_to_key(target.id)
+
+        self.push_screen(ConflictScreen(record, rivals, group, self.store.clock), chosen)
+
+    def _adopt_view(self) -> FileView | None:
+        """The active tab's project or shared-project file when it has lines of another
+        workspace's rootId (a moved or copied project), else None."""
+        scope = self.active_pane.spec.scope
+        if scope not in (Scope.PROJECT, Scope.SHARED):
+            return None
+        view = self.store.view(self.store.file_for(scope))
+        return view if other_roots(view, self.store.paths) else None
+
+    def action_adopt(self) -> None:
+        view = self._adopt_view()
+        if view is None:
+            return
+        roots = other_roots(view, self.store.paths)
+        lines = "\n".join(f"  {n} line(s) of {root}" for root, n in roots.items())
+
+        def write(confirmed: bool) -> None:
+            result = self.store.adopt(view.file, confirm_shared=confirmed)
+            text = (f"adopted {result.lines} line(s): {len(result.ids)} record(s) now shown "
+                    "here (and to the host)")
+            if result.left:
+                text += f"; {len(result.left)} left as they were ({result.left[0][1]})"
+            self.notify(text, title="Adopted")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_write([view.scope], write)
+
+        self.push_screen(ConfirmDialog(
+            "Adopt a moved project's records?",
+            f"{view.path} holds lines of another workspace:\n{lines}\n"
+            "written when this project was at another path (or by a copy of it). Neither the "
+            "host nor this app shows them here. Adopting rewrites those lines under this "
+            "workspace's rootId, in one locked write: each record keeps its history, and a "
+            ".bak of the file is written first.",
+            "Adopt",
+        ), answered)
+
+    def action_agent_view(self) -> None:
+        from .screens.agent import AgentScreen
+
+        self.push_screen(AgentScreen(self.store, self.session))
 
     def action_forget(self) -> None:
         record = self.current_record()
@@ -818,8 +1035,13 @@ class MemoryApp(App[None]):
         for k in ACTIONS:
             if k.action in ("quit", "help"):
                 continue
-            yield SystemCommand(f"{k.label} ({k.shown})", f"dsh-memory: {k.help}",
-                                getattr(self, f"action_{k.action}"))
+            why = self.unavailable(k.action) if screen is self.screen_stack[0] else None
+            if why is None:
+                yield SystemCommand(f"{k.label} ({k.shown})", f"dsh-memory: {k.help}",
+                                    getattr(self, f"action_{k.action}"))
+            else:  # listed, so that choosing it says why it cannot run now
+                yield SystemCommand(f"{k.label} ({k.shown})", f"unavailable: {why[1]}",
+                                    lambda action=k.action: self.explain(action))
 
 
 def _with_hint(exc: StoreError, action: Action, record: Record) -> StoreError:
@@ -828,6 +1050,12 @@ def _with_hint(exc: StoreError, action: Action, record: Record) -> StoreError:
             and record.governance.verification is Verification.STALE):
         return StoreError(exc.code, f"{exc.message}; R re-verifies a stale record")
     return exc
+
+
+def _short_why(message: str, action: Action, record_id: str) -> str:
+    """A refusal without the "cannot <action> <id>: " the list of skipped records repeats."""
+    message = message.removeprefix(f"cannot {action.value} {record_id}: ")
+    return message.replace(f"{record_id} was forgotten", "it was forgotten")
 
 
 def _group_key(view: FileView) -> str:

@@ -10,8 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Container, Vertical
 from textual.widgets import Input, Static
 
-from ..model import Record, Scope, Status
-from ..present import SHORT_ORIGIN, when
+from ..model import Record, Scope, Status, Verification, now_ms
+from ..present import SHORT_ORIGIN, expired_at, markers, when
 from .labels import session_label
 from .widgets.detail import DetailPane
 from .widgets.record_table import Column, RecordTable, Row
@@ -20,6 +20,7 @@ from .widgets.record_table import Column, RecordTable, Row
 COLUMNS = [
     Column("type", "Type", 10),
     Column("title", "Title", None),
+    Column("marks", "", 3),  # pinned, expired, in an open conflict group (present.markers)
     Column("status", "Status", 8),
     Column("verification", "Verification", 12),
     Column("origin", "Origin", 8, hide_below=96),
@@ -27,8 +28,11 @@ COLUMNS = [
     Column("updated", "Updated", 11, hide_below=110),
 ]
 
-FILTER_FIELDS = ("type", "status", "origin", "verification", "tag")
-FILTER_HINT = "filter: words, or type: status: origin: verification: tag:   (/ to focus)"
+FILTER_FIELDS = ("type", "status", "origin", "verification", "tag", "conflict")
+# Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
+FILTER_FLAGS = ("pinned", "stale", "expired")
+FILTER_HINT = ("filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
+               "verification: tag:   (/ to focus)")
 GROUP_PREFIX = "group:"
 
 
@@ -51,30 +55,62 @@ TABS = [
 
 @dataclass(frozen=True, slots=True)
 class RecordFilter:
-    """``words`` must all appear in title, content or tags; ``fields`` match by prefix."""
+    """``words`` must all appear in title, content or tags; ``fields`` match by prefix;
+    ``flags`` are states (pinned, stale, expired). ``conflict:`` alone: any record in an open
+    conflict group; ``conflict:<hex>``: that group (by prefix, with or without ``conflict:``).
+    """
 
     words: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()
+    flags: tuple[str, ...] = ()
+    now: int = 0  # for "expired": the time the filter was made
 
     @classmethod
-    def parse(cls, text: str) -> RecordFilter:
+    def parse(cls, text: str, now: int | None = None) -> RecordFilter:
         words: list[str] = []
         fields: list[tuple[str, str]] = []
+        flags: list[str] = []
         for token in text.lower().split():
             name, sep, value = token.partition(":")
-            if sep and name in FILTER_FIELDS and value:
+            if sep and name == "conflict":
+                fields.append((name, value.removeprefix("conflict:")))
+            elif sep and name in FILTER_FIELDS and value:
                 fields.append((name, value))
+            elif token in FILTER_FLAGS:
+                flags.append(token)
             else:
                 words.append(token)
-        return cls(tuple(words), tuple(fields))
+        return cls(tuple(words), tuple(fields), tuple(flags),
+                   now_ms() if now is None else now)
 
     def __bool__(self) -> bool:
-        return bool(self.words or self.fields)
+        return bool(self.words or self.fields or self.flags)
 
-    def matches(self, r: Record) -> bool:
+    def __eq__(self, other: object) -> bool:
+        # The time only matters to "expired"; a filter typed again is the same filter.
+        if not isinstance(other, RecordFilter):
+            return NotImplemented
+        return (self.words, self.fields, self.flags) == (other.words, other.fields, other.flags)
+
+    def __hash__(self) -> int:
+        return hash((self.words, self.fields, self.flags))
+
+    def matches(self, r: Record, conflict: str | None = None) -> bool:
+        """``conflict``: the record's open conflict group, if it is in one."""
         g = r.governance
+        for flag in self.flags:
+            if flag == "pinned":
+                ok = g.pinned
+            elif flag == "stale":
+                ok = g.verification is Verification.STALE
+            else:
+                ok = expired_at(r, self.now)
+            if not ok:
+                return False
         for name, value in self.fields:
-            if name == "type":
+            if name == "conflict":
+                ok = conflict is not None and conflict.removeprefix("conflict:").startswith(value)
+            elif name == "type":
                 ok = r.type.value.startswith(value)
             elif name == "status":
                 ok = r.status.value.startswith(value)
@@ -97,13 +133,14 @@ def _minute(minute: int) -> str:
     return when(minute * 60_000, "%m-%d %H:%M")
 
 
-def record_row(r: Record) -> Row:
+def record_row(r: Record, conflict: bool = False, now: int | None = None) -> Row:
     g = r.governance
     return Row(
         r.id,
         (
             r.type.value,
             r.title.replace("\n", " ") or "(forgotten)",
+            markers(r, now_ms() if now is None else now, conflict),
             r.status.value,
             g.verification.value,
             SHORT_ORIGIN[g.origin],
@@ -124,14 +161,23 @@ class RecordPane(Vertical):
     """
 
     def __init__(
-        self, spec: TabSpec, belongs: Callable[[Record], bool], root_id: str = ""
+        self,
+        spec: TabSpec,
+        belongs: Callable[[Record], bool],
+        root_id: str = "",
+        conflict_of: Callable[[str], str | None] = lambda rid: None,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         super().__init__(id=f"pane-{spec.id}", classes="record-pane")
         self.spec = spec
         self.belongs = belongs
         self.root_id = root_id  # the workspace's rootId: shown as "this workspace"
+        # The open conflict group of a record id (the app's ConflictIndex), or None.
+        self.conflict_of = conflict_of
+        self.clock = clock
         self.records: dict[str, Record] = {}
-        self._rows: dict[str, tuple[Record, Row]] = {}
+        # id -> (record, in an open conflict, its row): a row is built once per record state.
+        self._rows: dict[str, tuple[Record, bool, Row]] = {}
         self.filter = RecordFilter()
         # record id -> its session file's group key (the scopeKey), on the Session tab
         self.groups: dict[str, str] = {}
@@ -192,7 +238,7 @@ class RecordPane(Vertical):
             self.stale = True
             return
         self.stale = False
-        visible = [r for r in self.records.values() if not self.filter or self.filter.matches(r)]
+        visible = [r for r in self.records.values() if not self.filter or self._matches(r)]
         if not self.grouped:
             self.table.set_rows([self._row(r) for r in _newest_first(visible)])
             return
@@ -204,7 +250,7 @@ class RecordPane(Vertical):
             members = _newest_first(by_group[key])
             label = session_label(key, self.root_id, short=True)
             rows.append(Row(f"{GROUP_PREFIX}{key}",
-                            ("session", f"{label}  ({len(members)})", "", "", "", "", ""),
+                            ("session", f"{label}  ({len(members)})", "", "", "", "", "", ""),
                             dim=True))
             rows.extend(self._row(r) for r in members)
         self.table.set_rows(rows)
@@ -213,12 +259,16 @@ class RecordPane(Vertical):
         """The table row for ``record``, built once per record object: typing in the filter
         of a 20,000-record tab re-lists every row on each key, and building them all again
         was most of that (~45 of ~55 ms)."""
+        conflict = self.conflict_of(record.id) is not None
         cached = self._rows.get(record.id)
-        if cached is not None and cached[0] is record:
-            return cached[1]
-        row = record_row(record)
-        self._rows[record.id] = (record, row)
+        if cached is not None and cached[0] is record and cached[1] is conflict:
+            return cached[2]
+        row = record_row(record, conflict, self.clock())
+        self._rows[record.id] = (record, conflict, row)
         return row
+
+    def _matches(self, record: Record) -> bool:
+        return self.filter.matches(record, self.conflict_of(record.id))
 
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""
@@ -238,7 +288,7 @@ class RecordPane(Vertical):
                 added.append(r.id)
             if regroup:
                 continue
-            if self.filter and not self.filter.matches(r):
+            if self.filter and not self._matches(r):
                 self.table.remove(r.id)
             elif self.grouped:
                 regroup = True
@@ -249,7 +299,7 @@ class RecordPane(Vertical):
         return added
 
     def set_filter(self, text: str) -> None:
-        new = RecordFilter.parse(text)
+        new = RecordFilter.parse(text, self.clock())
         if new != self.filter:
             self.filter = new
             self.render_rows()

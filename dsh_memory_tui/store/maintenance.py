@@ -131,6 +131,121 @@ def migrate_line(entry: ParsedLine, location: Location, paths: StorePaths) -> Re
     return fixed if isinstance(fixed, Record) else None
 
 
+# ----------------------------------------------------------------- a project that moved
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptResult:
+    """What ``adopt`` did to one file: lines adopted per former rootId, ids left as they were
+    (with why), and the ids now shown under this workspace's rootId.
+    """
+
+    path: Path
+    adopted: dict[str, int] = field(default_factory=dict)
+    left: list[tuple[str, str]] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+
+    @property
+    def lines(self) -> int:
+        return sum(self.adopted.values())
+
+
+def other_roots(view: FileView, paths: StorePaths) -> dict[str, int]:
+    """Lines of a project or shared-project file keyed to another workspace's rootId (the
+    project was moved or copied): the host never shows them here. Lines keyed by this
+    workspace's path (an earlier dsh-memory) are ``migrate_line``'s, not counted here.
+    """
+    if view.scope not in (Scope.PROJECT, Scope.SHARED):
+        return {}
+    return {
+        key: n for key, n in view.foreign.items()
+        if key.startswith("root:") and key != paths.root_id
+    }
+
+
+def _foreign_object(entry: ParsedLine) -> dict[str, Any] | None:
+    try:
+        obj = loads_js(js_trim(decode_js(entry.raw)))
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def adopt(
+    store: MemoryStore, view: FileView, from_root: str | None = None
+) -> AdoptResult:
+    """Rewrite the file once, under its lock, with every line of another rootId (``from_root``,
+    or all of them) under this workspace's rootId instead: each line keeps its place and its
+    fields but the scopeKey, and so each record keeps its history (the old bytes go to the
+    ``.bak``). A line that would not be a
+    valid record here, or whose id this workspace (or a second former root) already has,
+    stays as it is; ``left`` says which and why.
+    """
+    paths = store.paths
+    if from_root is not None and from_root == paths.root_id:
+        raise StoreError("USAGE", f"{from_root} is this workspace's own rootId")
+    with view.safe.locked() as lock:
+        view.refresh()
+        roots = other_roots(view, paths)
+        if from_root is not None:
+            if from_root not in roots:
+                raise StoreError(
+                    "NOT_FOUND", f"{view.path} has no lines of {from_root} to adopt"
+                )
+            roots = {from_root: roots[from_root]}
+        result = AdoptResult(view.path)
+        if not roots:
+            return result
+        got = read_file(view.path)
+        location = view.location
+        entries = parse_lines((got[1] if got else b"").split(b"\n"), location)
+        owner: dict[str, str] = {}  # id -> the former root whose lines carry it
+        clash: dict[str, str] = {}
+        for entry in entries:
+            result_ = entry.result
+            if not isinstance(result_, ForeignLine) or result_.scope_key not in roots:
+                continue
+            rid = result_.id
+            if rid is None:
+                continue
+            if rid in view.versions:
+                clash[rid] = "this workspace has a record with that id"
+            elif owner.setdefault(rid, result_.scope_key) != result_.scope_key:
+                clash[rid] = "lines of two former workspaces carry that id"
+        adopted: dict[str, int] = {}
+        left: dict[str, str] = dict(clash)
+        ids: list[str] = []
+
+        def migrate(entry: ParsedLine, loc: Location) -> Record | None:
+            found = entry.result
+            if isinstance(found, ForeignLine) and found.scope_key in roots:
+                rid = found.id or "(no id)"
+                if rid in clash:
+                    return None
+                obj = _foreign_object(entry)
+                if obj is None:
+                    left[rid] = "not a JSON object"
+                    return None
+                obj["scopeKey"] = loc.scope_key
+                try:
+                    record = _validate_value(obj, loc)
+                except RecordInvalid as exc:
+                    left[rid] = f"not a valid record here: {exc.reason}"
+                    return None
+                if not isinstance(record, Record):
+                    left[rid] = "from a newer schema: kept as it is"
+                    return None
+                adopted[found.scope_key] = adopted.get(found.scope_key, 0) + 1
+                if record.id not in ids:
+                    ids.append(record.id)
+                return record
+            return store._migrate(entry, loc)
+
+        if owner.keys() - clash.keys():
+            writer.rewrite(view, lock, clock=store.clock, compact=False, migrate=migrate)
+        return AdoptResult(view.path, adopted, sorted(left.items()), ids)
+
+
 def compact(view: FileView, *, clock: Any, migrate: writer.Migrate) -> writer.CompactResult:
     with view.safe.locked() as lock:
         view.refresh()

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import StoreError
-from ..governance import Action, edited, transition
+from ..governance import (
+    Action,
+    conflict_rivals,
+    display_conflict_groups,
+    edited,
+    keep_plan,
+    transition,
+)
 from ..model import (
     MAX_SOURCE_REFS,
     Location,
@@ -39,6 +46,19 @@ from .writer import CompactResult
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class KeepResult:
+    """What "keep this version" wrote: the kept record (verified) and its former rivals."""
+
+    kept: Record
+    rejected: list[Record]
+    archived: list[Record]
+
+    @property
+    def written(self) -> list[Record]:
+        return [self.kept, *self.rejected, *self.archived]
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +240,14 @@ class MemoryStore:
     def history(self, record_id: str) -> list[Record]:
         view, _ = self.locate(record_id)
         return view.history(record_id)
+
+    def conflict(self, record_id: str) -> tuple[str | None, list[Record]]:
+        """The conflict group the host's domain shows for the record (stored in its line or
+        computed from its title), and its rivals: the other active versions "keep" resolves.
+        """
+        view, record = self.locate(record_id)
+        same = view.same_title(record.type, record.title)
+        return display_conflict_groups(same).get(record_id), conflict_rivals(record, same)
 
     # ----------------------------------------------------------------- writing: core
 
@@ -531,6 +559,70 @@ class MemoryStore:
 
             out.extend(self.write(file, build, confirm_shared=confirm_shared))
         return out, skipped
+
+    def keep(
+        self,
+        record_id: str,
+        *,
+        reason: str | None = None,
+        base_revision: int | None = None,
+        confirm_shared: bool = False,
+    ) -> KeepResult:
+        """Keep this version of its conflict group (the host's "keep this version"): verify
+        it (re-verify it when stale), reject every unverified rival and archive the verified and
+        stale ones, in one locked batch. Rivals: the other active, unrejected records of its
+        file and type whose titles the host compares as equal, with other content
+        (``governance.conflict_rivals``). INVALID_TRANSITION when it is not active, was
+        rejected, or has no rival; nothing is written then.
+        """
+        view, _ = self.locate(record_id)
+
+        def build(view: FileView) -> tuple[list[Record], KeepResult]:
+            current = view.current.get(record_id)
+            if current is None:
+                raise StoreError("NOT_FOUND", f"no record {record_id}")
+            self._check_base(current, base_revision)
+            now = self.clock()
+            plan = keep_plan(current, view.same_title(current.type, current.title), now)
+            kept, rejected, archived = current, [], []
+            for record, action in plan:
+                note = reason
+                if record.id != record_id and action is Action.REJECT and not reason:
+                    note = f"another version was kept: {record_id}"
+                new = transition(record, action, now, reviewer=self.user_id, reason=note)
+                if record.id == record_id:
+                    kept = new
+                elif action is Action.REJECT:
+                    rejected.append(new)
+                else:
+                    archived.append(new)
+            result = KeepResult(kept, rejected, archived)
+            return [r for r in result.written if r is not current], result
+
+        return self.write(view.file, build, confirm_shared=confirm_shared)
+
+    def adoptable(self, file: StoreFile) -> dict[str, int]:
+        """Lines of ``file`` keyed to another workspace's rootId, per rootId (``adopt``'s)."""
+        view = self.view(file)
+        view.refresh()
+        return maintenance.other_roots(view, self.paths)
+
+    def adopt(
+        self, file: StoreFile, *, from_root: str | None = None, confirm_shared: bool = False
+    ) -> maintenance.AdoptResult:
+        """Take a moved or copied project's records into this workspace: the lines of this
+        project (or shared-project) file keyed to another rootId (``from_root``, or every
+        other one) get this workspace's rootId, in one locked rewrite that keeps each line,
+        and so each record's history (``maintenance.adopt``). The host then shows them.
+        """
+        if file.scope not in (Scope.PROJECT, Scope.SHARED):
+            raise StoreError("USAGE", "only project and shared-project files are keyed by "
+                             "a workspace's rootId")
+        view = self.view(file)
+        view.refresh()
+        if maintenance.other_roots(view, self.paths):
+            self._require_confirmation(file, confirm_shared)
+        return maintenance.adopt(self, view, from_root)
 
     def forget(
         self, record_id: str, *, base_revision: int | None = None, confirm_shared: bool = False

@@ -10,7 +10,12 @@ from textual.widgets import Button, Input, Select, TextArea
 
 from dsh_memory_tui.app.app import ACTIONS
 from dsh_memory_tui.app.panes import GROUP_PREFIX
-from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen
+from dsh_memory_tui.app.screens.dialogs import (
+    ConfirmDialog,
+    CopyDialog,
+    HelpScreen,
+    ReasonDialog,
+)
 from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.model import Scope, SourceRef, Status, Verification
 from dsh_memory_tui.store import MemoryStore
@@ -38,6 +43,15 @@ BOB = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
 
 def current(home: Path, workspace: Path, rid: str, user: str = "alice"):
     return MemoryStore.open(home, workspace, user).get(rid)
+
+
+async def verify_with_reason(pilot, app, reason: str = "") -> None:
+    """``v``, then the optional reason (none unless given) and Enter."""
+    await pilot.press("v")
+    await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the reason dialog")
+    if reason:
+        await pilot.press(*reason)
+    await pilot.press("enter")
 
 
 async def test_review_queue_lists_waiting_proposals_with_a_count(fixture_home):
@@ -73,7 +87,7 @@ async def test_verify_key_verifies_the_cursor_record(fixture_home):
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         app.pane("review").table.move_cursor_to_key(PROPOSAL)
-        await pilot.press("v")
+        await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: PROPOSAL not in table_keys(app, "review"))
         assert "Review (2)" in screen_text(app)
     record = current(home, ws, PROPOSAL)
@@ -109,11 +123,13 @@ async def test_a_batch_writes_what_the_rules_allow_and_says_what_it_skipped(fixt
         table.toggle_mark()
         table.move_cursor_to_key(PROPOSAL)  # unverified: verified
         table.toggle_mark()
-        await pilot.press("v")
+        await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: app._notifications, what="the notification")
         [note] = list(app._notifications)
-        assert note.message.startswith("verify: 1 record; 1 skipped (")
-        assert "\n" not in note.message
+        head, *listed = note.message.split("\n")
+        assert head == "verify: 1 record; 1 skipped:"  # then each skipped record and why
+        assert len(listed) == 1 and listed[0].startswith("• “Use PostgreSQL")
+        assert listed[0].endswith(": only unverified memory can be verified; this one is verified")
         assert table.marked_in_order() == []
     assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
     assert current(home, ws, DECISION).governance.revision == 2  # untouched
@@ -184,7 +200,7 @@ async def test_bulk_marked_rows_are_verified_together(fixture_home):
         await pilot.press("space", "space")
         assert len(table.marked_in_order()) == 2
         marked = table.marked_in_order()
-        await pilot.press("v")
+        await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: not set(marked) & set(table_keys(app, "review")))
         assert table.marked_in_order() == []
     for rid in marked:
@@ -321,13 +337,13 @@ async def test_shared_write_asks_for_confirmation_naming_the_file(fixture_home):
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "shared", SHARED)
-        await pilot.press("v")
+        await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         assert "shared.jsonl" in screen_text(app)
         await pilot.press("escape")
         await pilot.pause()
         assert current(home, ws, SHARED).governance.verification is Verification.UNVERIFIED
-        await pilot.press("v")
+        await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.click("#yes")
         await wait_for(pilot, lambda: current(home, ws, SHARED).governance.verification
@@ -419,7 +435,7 @@ async def test_quarantine_and_newer_schema_lines_are_reported(fixture_home):
         assert "newer schema" in text
         # A write moves them to the quarantine file, one JSON entry per line (the host's).
         app.pane("project").table.move_cursor_to_key(PROPOSAL)
-        await pilot.press("v")
+        await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: "2 corrupt line(s) quarantined in records.jsonl.corrupt"
                        in screen_text(app), what="the quarantine banner")
         assert "skipped in records.jsonl" not in screen_text(app)
@@ -597,7 +613,7 @@ async def test_review_count_on_the_tab_when_its_width_changes(fixture_home):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "Review (9)" in screen_text(app)
-        await pilot.press("v")  # same width: the tab is repainted in place
+        await verify_with_reason(pilot, app)  # same width: the tab is repainted in place
         await wait_for(pilot, lambda: "Review (8)" in screen_text(app), what="Review (8)")
         propose(6)
         propose(7)

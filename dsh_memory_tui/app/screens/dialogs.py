@@ -44,13 +44,15 @@ class ConfirmDialog(ModalScreen[bool]):
 
 
 class ReasonDialog(ModalScreen[str | None]):
-    """Ask for an optional reason (reject). None when cancelled, "" when left empty."""
+    """Ask for an optional reason (verify, reject). None when cancelled, "" when left empty."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, prompt: str, action: str = "Reject"):
+    def __init__(self, title: str, prompt: str, action: str = "Reject", *,
+                 variant: str = "warning"):
         super().__init__(classes="dialog")
         self.title_text, self.prompt, self.action = title, prompt, action
+        self.variant = variant
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
@@ -58,7 +60,7 @@ class ReasonDialog(ModalScreen[str | None]):
             yield Static(self.prompt, classes="dialog-message")
             yield Input(placeholder="reason (optional)", id="reason")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self.action, id="ok", variant="warning")
+                yield Button(self.action, id="ok", variant=self.variant)  # type: ignore[arg-type]
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
@@ -128,6 +130,17 @@ class CopyDialog(ModalScreen[Scope | None]):
 class HelpScreen(ModalScreen[None]):
     """Every key, what it does, and where the files are."""
 
+    # Its own box (not .dialog-box, whose height the app's stylesheet caps): every key fits
+    # at 36 rows; the notes below them scroll.
+    DEFAULT_CSS = """
+    HelpScreen .keys-box {
+        width: 90; max-width: 98%; height: 100%; border: thick $primary;
+        background: $surface; padding: 0 1;
+    }
+    HelpScreen .keys-box VerticalScroll { height: 1fr; }
+    HelpScreen .keys-box .dialog-buttons { padding: 0; }
+    """
+
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
     def __init__(self, keys: Sequence[tuple[str, str]], notes: Sequence[str]):
@@ -137,7 +150,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         width = max(len(k) for k, _ in self.keys)
         lines = [f"[b]{k.ljust(width)}[/b]  {d}" for k, d in self.keys]
-        with Vertical(classes="dialog-box help-box"):
+        with Vertical(classes="keys-box"):
             yield Label("dsh-memory: keys", classes="dialog-title")
             with VerticalScroll():
                 yield Static("\n".join(lines), id="help-keys")

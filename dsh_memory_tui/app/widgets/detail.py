@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
@@ -13,52 +12,35 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...model import Record
-from ...present import describe_changes, tags_text, when
+from ...model import Record, now_ms
+from ...present import describe_changes, record_facts, when
 from ..labels import scope_text
 from .scrolling import set_virtual_size
 
 
-def metadata_text(record: Record, root_id: str = "") -> str:
-    """The record's fields, one per line; ``root_id`` (the workspace's) reads as its name."""
-    g, p = record.governance, record.provenance
-    prov = p.kind.value
-    if p.sessionId:
-        prov += f", session {p.sessionId}"
-    if p.eventSeq is not None:
-        prov += f", event {p.eventSeq}"
-    if p.note:
-        prov += f" ({p.note})"
-    rows = [
-        ("id", record.id),
-        ("scope", scope_text(record, root_id)),
-        ("type", record.type.value),
-        ("status", record.status.value),
-        ("verification", g.verification.value
-         + (f" at {when(g.verifiedAt)}" if g.verifiedAt else "")),
-        ("origin", g.origin.value),
-        ("revision", str(g.revision)),
-        ("retention", g.retention.value),
-        ("tags", tags_text(record.tags)),
-        ("provenance", prov),
-        ("sourceRefs", ", ".join(f"{s.kind}:{s.id}" for s in g.sourceRefs) or "(none)"),
-        ("created", when(record.createdAt)),
-        ("updated", when(record.updatedAt)),
-    ]
-    if record.is_legacy:
-        rows.append(("governance", "none in the file (an older host's): the host's defaults"))
-    if g.pinnedAt is not None:
-        rows.append(("pinned", f"at {when(g.pinnedAt)} by {g.pinnedBy}"))
-    if g.expiresAt is not None:
-        rows.append(("expires", when(g.expiresAt)))
-    if g.conflictGroup is not None:  # any JSON value (the host does not check it)
-        group = g.conflictGroup
-        rows.append(("conflict", group if isinstance(group, str) else json.dumps(group)))
-    if g.reviewedBy:
-        note = f": {g.reviewNote}" if g.reviewNote else ""
-        rows.append(("reviewed", f"by {g.reviewedBy}"
-                     + (f" at {when(g.reviewedAt)}" if g.reviewedAt else "") + note))
-    return "\n".join(f"[b]{k:<12}[/b] {escape(v)}" for k, v in rows)
+def metadata_text(
+    record: Record,
+    root_id: str = "",
+    *,
+    now: int | None = None,
+    conflict_group: object = None,
+    rivals: int = 0,
+) -> str:
+    """The record's facts (``present.record_facts``, what ``dsh-memory show`` prints too), one
+    per line; ``root_id`` (the workspace's) reads as its name.
+    """
+    rows = record_facts(
+        record, now_ms() if now is None else now, scope=scope_text(record, root_id),
+        conflict_group=conflict_group, rivals=rivals,
+    )
+    out = []
+    for name, value in rows:
+        if name == "conflict" and rivals:
+            value += ": K compares the versions and keeps one"
+        elif name == "verification" and value.endswith("re-verify it)"):
+            value = value[:-1] + " with R)"
+        out.append(f"[b]{name:<12}[/b] {escape(value)}")
+    return "\n".join(out)
 
 
 def history_text(history: Sequence[Record]) -> str:
@@ -92,6 +74,8 @@ class DetailPane(ScrollView):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.root_id = root_id  # the workspace's: its records' scope reads "this workspace"
         self.shown: tuple[str, int] | None = None
+        self._state: tuple[object, ...] = ()
+        self._record: Record | None = None
         self._note: tuple[str, tuple[str, ...]] | None = None
         self._content: RenderableType = Text("No record selected", style="dim")
         self._lines: list[Strip] = []
@@ -104,11 +88,24 @@ class DetailPane(ScrollView):
         lines = self._render(self.scrollable_content_region.width or 80)
         return "\n".join(strip.text.rstrip() for strip in lines)
 
-    def show(self, record: Record | None, history: Sequence[Record] = ()) -> None:
+    def show(
+        self,
+        record: Record | None,
+        history: Sequence[Record] = (),
+        *,
+        conflict_group: object = None,
+        rivals: int = 0,
+        now: int | None = None,
+    ) -> None:
+        """Show ``record`` (``conflict_group``/``rivals``: its conflict group as the host shows
+        it and its other active versions; ``now``: for expiry and use times).
+        """
         key = (record.id, record.governance.revision) if record else None
-        if key == self.shown and record is not None:
+        state = (key, conflict_group, rivals)
+        if (key == self.shown and record is not None and state == self._state
+                and record is self._record):
             return
-        self.shown = key
+        self.shown, self._state, self._record = key, state, record
         self._note = None
         if record is None:
             self._set(Text("No record selected", style="dim"))
@@ -119,7 +116,8 @@ class DetailPane(ScrollView):
             RichMarkdown(record.content or "*(no content)*"),
             Text(""),
             Text("Details", style="bold dim"),
-            Text.from_markup(metadata_text(record, self.root_id)),
+            Text.from_markup(metadata_text(record, self.root_id, now=now,
+                                           conflict_group=conflict_group, rivals=rivals)),
             Text(""),
             Text("History", style="bold dim"),
             Text.from_markup(history_text(history)),
@@ -130,7 +128,7 @@ class DetailPane(ScrollView):
         note = (title, tuple(lines))
         if note == self._note:
             return  # a sync that changed nothing here must not render it again
-        self.shown, self._note = None, note
+        self.shown, self._note, self._state = None, note, ()
         self._set(Group(Text(title, style="bold"), Text(""), *(Text(line) for line in lines)))
 
     def _set(self, content: RenderableType) -> None:

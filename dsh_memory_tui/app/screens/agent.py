@@ -1,0 +1,116 @@
+"""What the agent sees: per scope, exactly the records the MCP server serves (``agent_view``, the
+function the server answers with), with the size of each and of the whole text.
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+from ...agent_view import SCOPE_WORDS, AgentView, Audience, agent_view, render_record
+from ...errors import StoreError
+from ...model import Scope, utf8_len
+from ...present import PINNED_MARK
+from ...store import MemoryStore
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+def scope_views(store: MemoryStore, session: str | None) -> list[tuple[Scope, AgentView | str]]:
+    """Each scope's served records (``agent_view``), or why there is nothing to show."""
+    out: list[tuple[Scope, AgentView | str]] = []
+    audience = Audience(session=(session, None) if session else None, include_shared=True)
+    for scope in (Scope.SESSION, Scope.PROJECT, Scope.SHARED, Scope.USER):
+        if scope is Scope.SESSION and session is None:
+            out.append((scope, "an agent is served its own session's records; open the app "
+                               "with --session ID to see one session's"))
+            continue
+        try:
+            out.append((scope, agent_view(store, audience, scope=scope, now=store.clock())))
+        except StoreError as exc:
+            out.append((scope, exc.message))
+    return out
+
+
+def summary_markup(views: list[tuple[Scope, AgentView | str]]) -> str:
+    lines: list[str] = []
+    for scope, view in views:
+        head = f"[b]{escape(SCOPE_WORDS[scope])}[/b] ({scope.value})"
+        if scope is Scope.SHARED:
+            head += " [dim]served only by `dsh-memory mcp --include-shared`[/dim]"
+        if isinstance(view, str):
+            lines += [head, f"  [dim]{escape(view)}[/dim]", ""]
+            continue
+        count = len(view.records)
+        lines.append(f"{head}: {count} record{'s' if count != 1 else ''}, "
+                     f"{_size(view.size)} of text")
+        for record in view.records:
+            mark = PINNED_MARK if record.governance.pinned else " "
+            size = utf8_len(render_record(record))
+            lines.append(f"  {mark} {escape(record.title)}  [dim]{record.type.value} · "
+                         f"{_size(size)}[/dim]")
+        if not count:
+            lines.append("  [dim]nothing: no active, verified, unexpired record here[/dim]")
+        lines.append("")
+    lines.append("[dim]Served: active, verified by a human, not expired; pinned first, then "
+                 "the newest. Proposals, imports, stale, rejected and archived records never "
+                 "are.[/dim]")
+    return "\n".join(lines)
+
+
+class AgentScreen(ModalScreen[None]):
+    """The served records per scope; ``t`` shows the exact text instead."""
+
+    DEFAULT_CSS = """
+    AgentScreen .agent-box { width: 96%; height: 92%; }
+    AgentScreen #agent-body { height: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("t", "toggle_text", "Exact text"),
+        Binding("escape,q,W", "close", "Close"),
+    ]
+
+    def __init__(self, store: MemoryStore, session: str | None) -> None:
+        super().__init__(classes="dialog")
+        self.views = scope_views(store, session)
+        self.showing_text = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box agent-box"):
+            yield Label("What the agent sees", classes="dialog-title")
+            with VerticalScroll(id="agent-body"):
+                yield Static(summary_markup(self.views), id="agent-summary")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Exact text (t)", id="text")
+                yield Button("Close", id="close", variant="primary")
+
+    @property
+    def text(self) -> str:
+        """Every scope's text exactly as an agent gets it, one after the other."""
+        return "\n".join(v.text for _, v in self.views if not isinstance(v, str))
+
+    def action_toggle_text(self) -> None:
+        self.showing_text = not self.showing_text
+        body = self.query_one("#agent-summary", Static)
+        if self.showing_text:
+            body.update(escape(self.text))
+        else:
+            body.update(summary_markup(self.views))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "text":
+            self.action_toggle_text()
+        else:
+            self.dismiss(None)

@@ -1,0 +1,165 @@
+"""A conflict group's versions side by side, each rival with a diff of its content against the
+version to keep; K (or Enter) keeps the highlighted one, as the host's "Keep this version" does.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+from ...errors import StoreError
+from ...governance import Action, keep_plan
+from ...model import Record
+from ...present import SHORT_ORIGIN, when
+
+_PLAN_WORDS = {
+    Action.VERIFY: "verify it",
+    Action.REVERIFY: "re-verify it",
+}
+
+
+def diff_text(base: str, other: str) -> Text:
+    """``other``'s lines against ``base``'s: ``-`` lines only the kept version has, ``+`` lines
+    only this one has, two spaces before a line both have.
+    """
+    a, b = base.splitlines(), other.splitlines()
+    out = Text()
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for line in a[i1:i2]:
+                out.append(f"  {line}\n")
+            continue
+        for line in a[i1:i2]:
+            out.append(f"- {line}\n", style="red")
+        for line in b[j1:j2]:
+            out.append(f"+ {line}\n", style="green")
+    out.rstrip()
+    return out
+
+
+def plan_text(chosen: Record, versions: Sequence[Record], now: int) -> str:
+    """What keeping ``chosen`` writes, in words (or why it cannot be kept)."""
+    try:
+        plan = keep_plan(chosen, versions, now)
+    except StoreError as exc:
+        return f"This version cannot be kept: {exc.message}"
+    own = [_PLAN_WORDS[a] for r, a in plan if r.id == chosen.id]
+    rejected = sum(1 for r, a in plan if r.id != chosen.id and a is Action.REJECT)
+    archived = sum(1 for r, a in plan if r.id != chosen.id and a is Action.ARCHIVE)
+    parts = own or ["it stays verified"]
+    if rejected:
+        parts.append(f"reject {rejected} unverified version{'s' if rejected != 1 else ''}")
+    if archived:
+        parts.append(f"archive {archived} other version{'s' if archived != 1 else ''}")
+    return "Keep the highlighted version: " + "; ".join(parts) + " (one locked write)."
+
+
+class ConflictScreen(ModalScreen[str | None]):
+    """The versions of one conflict group; dismisses with the id to keep, or None."""
+
+    # Its own box, not .dialog-box (the app's stylesheet makes that one 84 columns wide).
+    DEFAULT_CSS = """
+    ConflictScreen .conflict-box {
+        width: 98%; height: 94%; border: thick $primary; background: $surface; padding: 0 1;
+    }
+    ConflictScreen #versions { height: 1fr; }
+    ConflictScreen .version { width: 1fr; height: 1fr; border: round $primary 40%;
+                              padding: 0 1; margin: 0 1 0 0; }
+    ConflictScreen .version.chosen { border: thick $success; }
+    ConflictScreen .version-head { color: $text-muted; }
+    ConflictScreen .version.chosen .version-head { color: $success; text-style: bold; }
+    ConflictScreen #plan { height: auto; padding: 1 0 0 0; }
+    ConflictScreen #legend { height: auto; color: $text-muted; }
+    """
+
+    BINDINGS = [
+        # Priority: a focused column would take the arrows to scroll sideways.
+        Binding("left,h", "move(-1)", "Previous version", priority=True),
+        Binding("right,l", "move(1)", "Next version", priority=True),
+        Binding("K", "keep", "Keep this version", priority=True),
+        Binding("enter", "keep", "Keep this version", show=False),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(
+        self,
+        chosen: Record,
+        rivals: Sequence[Record],
+        group: object,
+        clock: Callable[[], int],
+    ) -> None:
+        super().__init__(classes="dialog")
+        self.versions = [chosen, *rivals]
+        self.chosen = 0
+        self.group = group
+        self.clock = clock
+
+    def compose(self) -> ComposeResult:
+        first = self.versions[0]
+        with Vertical(classes="conflict-box"):
+            yield Label(
+                f"Conflict group {self.group or ''}: {len(self.versions)} versions of "
+                f"“{first.title}” ({first.type.value})",
+                classes="dialog-title", markup=False,
+            )
+            with Horizontal(id="versions"):
+                for i, _record in enumerate(self.versions):
+                    with VerticalScroll(classes="version", id=f"version-{i}"):
+                        yield Static(classes="version-head", markup=False)
+                        yield Static(classes="version-body", markup=False)
+            yield Static(id="plan", markup=False)
+            yield Static("- only in the highlighted version · + only in that one   "
+                         "←/→ choose · K keeps · Esc cancels",
+                         id="legend", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Keep this version (K)", id="keep", variant="success")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self._render_versions()
+        self.query_one("#keep", Button).focus()
+
+    def _render_versions(self) -> None:
+        chosen = self.versions[self.chosen]
+        for i, record in enumerate(self.versions):
+            box = self.query_one(f"#version-{i}", VerticalScroll)
+            box.set_class(i == self.chosen, "chosen")
+            g = record.governance
+            mark = "● keep this version" if i == self.chosen else f"○ version {i + 1}"
+            head = (
+                f"{mark}\n{record.title}\n{record.status.value} · {g.verification.value} · "
+                f"{SHORT_ORIGIN[g.origin]} · r{g.revision} · {when(record.updatedAt)}\n"
+                f"{record.contentHash[:15]} · {record.id}\n"
+            )
+            box.query_one(".version-head", Static).update(head)
+            body: Text | str = (
+                record.content if i == self.chosen else diff_text(chosen.content, record.content)
+            )
+            box.query_one(".version-body", Static).update(body)
+        self.query_one("#plan", Static).update(plan_text(chosen, self.versions, self.clock()))
+
+    def action_move(self, step: int) -> None:
+        self.chosen = (self.chosen + step) % len(self.versions)
+        self._render_versions()
+
+    def action_keep(self) -> None:
+        self.dismiss(self.versions[self.chosen].id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "keep":
+            self.action_keep()
+        else:
+            self.dismiss(None)
