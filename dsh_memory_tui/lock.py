@@ -34,11 +34,12 @@ from .errors import StoreError
 STALE_AFTER_S = 60.0
 FILE_MODE = 0o600
 # Waiting is polling (the host offers nothing to block on). A lock is held for about a
-# millisecond, so waiters retry about every half millisecond, with jitter, for the whole wait:
-# a waiter that polled less often than newcomers would starve behind them (it did: 9 s waits
-# under steady contention when the interval grew after 100 ms). A try is an O_EXCL open and
-# an lstat, so a second of waiting costs a few percent of a core.
+# millisecond, so waiters retry about every half millisecond, with jitter; the longer one has
+# waited, the more often it retries, so newcomers cannot starve it (a waiter that polled less
+# often than newcomers did starve: 9 s waits under steady contention). A try is an O_EXCL
+# open and an lstat, so waiting costs a few percent of a core, more only for a long wait.
 _POLL_S = 0.0005
+_POLL_MIN_S = 0.00005
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +174,8 @@ class HostLock:
 
     def acquire(self) -> None:
         """Take the lock, waiting up to the timeout. ``LOCK_TIMEOUT`` names the holder."""
-        deadline = time.monotonic() + self.timeout_s
+        start = time.monotonic()
+        deadline = start + self.timeout_s
         while True:
             if self._try_create():
                 return
@@ -182,7 +184,8 @@ class HostLock:
             now = time.monotonic()
             if now >= deadline:
                 break
-            time.sleep(min(_POLL_S * (0.5 + random.random()), deadline - now))
+            delay = max(_POLL_MIN_S, _POLL_S / (1 + 10 * (now - start)))
+            time.sleep(min(delay * (0.5 + random.random()), deadline - now))
         found = read_holder(self.path)
         holder = found[0] if found else Holder(None, 0.0, None)
         hint = (
