@@ -107,11 +107,17 @@ def check_dirs(path: Path, root: Path | None = None) -> None:
     a symlink, not a directory or writable by everyone. Missing ones are fine (nothing to read).
     Readers call this too: a ``.dsh`` linked to another project's would show its records.
     """
-    check_dir(path)
+    for directory in dirs_to_check(path, root):
+        check_dir(directory)
+
+
+def dirs_to_check(path: Path, root: Path | None = None) -> list[Path]:
+    """``path`` and every directory between ``root`` and it (what ``check_dirs`` checks)."""
+    out = [path]
     if root is not None and path.is_relative_to(root):
-        for parent in path.relative_to(root).parents:
-            if parent != Path("."):
-                check_dir(root / parent)
+        out += [root / parent for parent in path.relative_to(root).parents
+                if parent != Path(".")]
+    return out
 
 
 def fsync_dir(path: Path) -> None:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..jsonl import MAX_STORE_BYTES, SafeFile, TailReader, check_dirs
+from ..jsonl import MAX_STORE_BYTES, SafeFile, TailReader, check_dir, dirs_to_check
 from ..model import (
     ForeignLine,
     FutureLine,
@@ -96,6 +96,7 @@ class FileView:
         self.clock = clock
         self.safe = SafeFile(file.path, timeout, file.root)
         self.reader = TailReader(file.path)
+        self._dirs = dirs_to_check(file.path.parent, file.root)  # pathlib once, not per read
         self.epoch = 0
         self._clear()
 
@@ -160,7 +161,8 @@ class FileView:
         ``UNSAFE_PATH`` when a directory on the way to the file is a symlink (or not one):
         reads refuse what writes refuse.
         """
-        check_dirs(self.file.path.parent, self.file.root)
+        for directory in self._dirs:
+            check_dir(directory)
         tail = self._tail
         chunk = self.reader.read_new()
         lines, first = chunk.lines, chunk.first_line_no
