@@ -145,6 +145,7 @@ class MemoryApp(App[None]):
         self._detail_timer: Timer | None = None
         self._last_move = 0.0
         self._unannounced = 0
+        self._announced_sessions: list[str] = []  # the sessions that proposed them
         self._announce_timer: Timer | None = None
         self._status_text = ""
         self._seen: dict[Path, Mark] = {}
@@ -302,16 +303,27 @@ class MemoryApp(App[None]):
         every second gets one toast every few seconds instead of a stack of them, and a new
         record costs a table update rather than a toast's mount and layout each time.
         """
-        self._unannounced += sum(1 for r in queued if r.governance.revision == 1)
+        new = [r for r in queued if r.governance.revision == 1]
+        self._unannounced += len(new)
+        for record in new:
+            session = _proposing_session(record)
+            if session and session not in self._announced_sessions:
+                self._announced_sessions.append(session)
         if self._announce_timer is None:
             self._flush_announcements()
 
     def _flush_announcements(self) -> None:
         self._announce_timer = None
         n, self._unannounced = self._unannounced, 0
+        sessions, self._announced_sessions = self._announced_sessions, []
         if n:
-            self.notify(f"{n} new proposal{'s' if n != 1 else ''} waiting for review",
-                        title="Review queue")
+            source = ""
+            if sessions:
+                shown = ", ".join(safe_text(s) for s in sessions[:2])
+                more = f" and {len(sessions) - 2} more" if len(sessions) > 2 else ""
+                source = f" from session{'s' if len(sessions) > 1 else ''} {shown}{more}"
+            self.notify(f"{n} new proposal{'s' if n != 1 else ''}{source} waiting for review",
+                        title="Review queue", markup=False)
             self._announce_timer = self.set_timer(self.NOTIFICATION_TIMEOUT,
                                                   self._flush_announcements)
 
@@ -1042,6 +1054,20 @@ class MemoryApp(App[None]):
             else:  # listed, so that choosing it says why it cannot run now
                 yield SystemCommand(f"{k.label} ({k.shown})", f"unavailable: {why[1]}",
                                     lambda action=k.action: self.explain(action))
+
+
+def _proposing_session(record: Record) -> str | None:
+    """The session that proposed ``record``: its provenance, else its first session ref."""
+    if record.provenance.sessionId:
+        return record.provenance.sessionId
+    return next((r.id for r in record.governance.sourceRefs if r.kind == "session"), None)
+
+
+def safe_text(text: str, limit: int = 40) -> str:
+    """Untrusted text for a one-line message: control characters shown as escapes, cut."""
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode()
+                    for ch in text)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 def _with_hint(exc: StoreError, action: Action, record: Record) -> StoreError:

@@ -120,9 +120,10 @@ async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(
             app.sync()
             assert rid in table_keys(app, "review")
         # The first is announced at once, the two that came while it showed in one more.
-        assert announced == ["1 new proposal waiting for review"]
+        # Each names the session that proposed (issue 14: an MCP client's session id).
+        assert announced == ["1 new proposal from session other waiting for review"]
         await wait_for(pilot, lambda: len(announced) == 2, what="the second notification")
-        assert announced[1] == "2 new proposals waiting for review"
+        assert announced[1] == "2 new proposals from session other waiting for review"
         await pilot.pause(1.5)  # nothing more arrived: nothing more is said
         assert len(announced) == 2
 
