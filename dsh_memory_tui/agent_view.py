@@ -220,7 +220,8 @@ def _scope_arg(audience: Audience, scope: Scope | str | None) -> tuple[Scope, ..
     if wanted not in served:
         why = (
             "shared-project memory is served only when the server runs with --include-shared"
-            if wanted is Scope.SHARED else "there is no session"
+            if wanted is Scope.SHARED
+            else "there is no session"
         )
         raise StoreError("INVALID_RECORD", f"scope {wanted.value} is not served: {why}")
     return (wanted,)
@@ -380,8 +381,14 @@ def agent_view(
     tools' text, the app's "What the agent sees").
     """
     records = served_records(
-        store, audience, scope=scope, query=query, record_type=record_type, limit=limit,
-        now=now, cache=cache,
+        store,
+        audience,
+        scope=scope,
+        query=query,
+        record_type=record_type,
+        limit=limit,
+        now=now,
+        cache=cache,
     )
     scopes = _scope_arg(audience, scope)
     return AgentView(records, to_markdown(records, scopes, query=query), scopes)

@@ -177,8 +177,10 @@ class Digest:
         """The host's digestKey: 24 hex of sha256(JSON.stringify({created, modified, deleted,
         artifacts}))."""
         payload = {
-            "created": list(self.created), "modified": list(self.modified),
-            "deleted": list(self.deleted), "artifacts": list(self.artifacts),
+            "created": list(self.created),
+            "modified": list(self.modified),
+            "deleted": list(self.deleted),
+            "artifacts": list(self.artifacts),
         }
         return sha256_hex(_js_json(payload))[:24]
 
@@ -188,7 +190,9 @@ class Digest:
         c, m, d = len(self.created), len(self.modified), len(self.deleted)
         lines = [f"Files touched: {c + m + d} ({c} created, {m} modified, {d} deleted)."]
         for label, paths in (
-            ("Created", self.created), ("Modified", self.modified), ("Deleted", self.deleted),
+            ("Created", self.created),
+            ("Modified", self.modified),
+            ("Deleted", self.deleted),
         ):
             if paths:
                 lines.append(f"{label}: {', '.join(paths)}")
@@ -271,7 +275,9 @@ class _Session:
             by_kind[file.last_kind].append(path)
         artifacts = sorted((p for p, f in self.files.items() if f.created), key=_collation_key)
         return Digest(
-            tuple(by_kind["CREATED"]), tuple(by_kind["MODIFIED"]), tuple(by_kind["DELETED"]),
+            tuple(by_kind["CREATED"]),
+            tuple(by_kind["MODIFIED"]),
+            tuple(by_kind["DELETED"]),
             tuple(artifacts),
         )
 
@@ -367,8 +373,9 @@ class AutoWriter:
             raise MalformedEvent(f"cwd {cwd!r} is not an absolute path")
         changes = _file_changes(obj)
         if not os.path.isdir(cwd):
-            log.debug("auto-writer: skipped seq %d of session %s: cwd %s does not exist",
-                      seq, key[0], cwd)
+            log.debug(
+                "auto-writer: skipped seq %d of session %s: cwd %s does not exist", seq, key[0], cwd
+            )
             return
         if not changes:
             return  # no tool call: the host sees no event at all
@@ -430,8 +437,9 @@ class AutoWriter:
     def _write_digest(self, session: _Session) -> str | None:
         digest = session.digest()
         if digest is None:
-            log.debug("auto-writer: session %s touched no file; nothing to write",
-                      session.session_id)
+            log.debug(
+                "auto-writer: session %s touched no file; nothing to write", session.session_id
+            )
             return None
         if self.store is None:
             log.debug("auto-writer: no store; digest of session %s skipped", session.session_id)
@@ -441,11 +449,14 @@ class AutoWriter:
             file = store.paths.session_file(session.session_id, session.root_id)
             return store.write(file, lambda view: _build(store, view, session, digest))
         except StoreError as exc:
-            log.debug("auto-writer: digest of session %s not written: %s",
-                      session.session_id, exc)
+            log.debug("auto-writer: digest of session %s not written: %s", session.session_id, exc)
         except Exception as exc:  # nothing reaches the host
-            log.debug("auto-writer: digest of session %s not written: %s: %s",
-                      session.session_id, type(exc).__name__, exc)
+            log.debug(
+                "auto-writer: digest of session %s not written: %s: %s",
+                session.session_id,
+                type(exc).__name__,
+                exc,
+            )
         return None
 
 
@@ -485,8 +496,11 @@ def _build(
             merged = merge_refs(exact.governance.sourceRefs, refs)
             if len(merged) > len(exact.governance.sourceRefs):
                 if len(merged) > MAX_SOURCE_REFS:
-                    raise StoreError("INVALID_RECORD", f"{exact.id} has {MAX_SOURCE_REFS} source "
-                                     "refs already: the host's write fails the same way")
+                    raise StoreError(
+                        "INVALID_RECORD",
+                        f"{exact.id} has {MAX_SOURCE_REFS} source "
+                        "refs already: the host's write fails the same way",
+                    )
                 new = next_revision(exact, now, None, {"sourceRefs": merged})
         elif current.status is Status.FORGOTTEN:
             # The host would write the digest again under a random id; a reviewer forgot it.
@@ -495,8 +509,9 @@ def _build(
         else:
             # The record of this id has other content (edited elsewhere): the host's upsert
             # without an id makes a new record, in the title's conflict group.
-            rivals = [r for r in view.same_title(RecordType.FACT, DIGEST_TITLE)
-                      if r.contentHash != hash_]
+            rivals = [
+                r for r in view.same_title(RecordType.FACT, DIGEST_TITLE) if r.contentHash != hash_
+            ]
             group = conflict_group_for(DIGEST_TITLE) if rivals else None
             new = _digest_record(new_id(), scope_key, content, provenance, refs, group, now)
             written_id = new.id
@@ -504,23 +519,40 @@ def _build(
     # Keep the session tidy, as the host does: the five most recently updated other active
     # digests stay; older ones are archived like its domain.archive (same revision and pins).
     prefix = digest_id_prefix(scope_key)
-    others = [r for r in before
-              if r.id.startswith(prefix) and r.status is Status.ACTIVE and r.id != written_id]
+    others = [
+        r
+        for r in before
+        if r.id.startswith(prefix) and r.status is Status.ACTIVE and r.id != written_id
+    ]
     others.sort(key=lambda r: -r.updatedAt)
-    for record in others[MAX_ACTIVE_DIGESTS - 1:]:
+    for record in others[MAX_ACTIVE_DIGESTS - 1 :]:
         lines.append(_archived(record, now))
     return lines, (written_id if new is not None else None)
 
 
 def _digest_record(
-    record_id: str, scope_key: str, content: str, provenance: Provenance,
-    refs: list[SourceRef], group: str | None, now: int,
+    record_id: str,
+    scope_key: str,
+    content: str,
+    provenance: Provenance,
+    refs: list[SourceRef],
+    group: str | None,
+    now: int,
 ) -> Record:
     return make_record(
-        scope=Scope.SESSION, scope_key=scope_key, record_type=RecordType.FACT,
-        title=DIGEST_TITLE, content=content, tags=list(DIGEST_TAGS), provenance=provenance,
-        origin=Origin.DERIVED, source_refs=refs, record_id=record_id,
-        retention=Retention.SESSION_END, conflict_group=group, now=now,
+        scope=Scope.SESSION,
+        scope_key=scope_key,
+        record_type=RecordType.FACT,
+        title=DIGEST_TITLE,
+        content=content,
+        tags=list(DIGEST_TAGS),
+        provenance=provenance,
+        origin=Origin.DERIVED,
+        source_refs=refs,
+        record_id=record_id,
+        retention=Retention.SESSION_END,
+        conflict_group=group,
+        now=now,
     )
 
 
@@ -701,9 +733,15 @@ class _DirectoryWatch(threading.Thread):
     def run(self) -> None:
         try:
             for _changes in watch(
-                self.directory, watch_filter=self._is_events_file, stop_event=self.stop_event,
-                debounce=100, step=10, rust_timeout=250, yield_on_timeout=True,
-                recursive=False, raise_interrupt=False,
+                self.directory,
+                watch_filter=self._is_events_file,
+                stop_event=self.stop_event,
+                debounce=100,
+                step=10,
+                rust_timeout=250,
+                yield_on_timeout=True,
+                recursive=False,
+                raise_interrupt=False,
             ):
                 # The first yield (a change or a timeout) also says the watch is in place:
                 # the reader looks again for anything written before that.

@@ -94,8 +94,10 @@ class ExportResult:
     def over_host_limits(self) -> str | None:
         """Why the host would refuse this bundle as a whole (its size and count limits)."""
         if self.size > HOST_MAX_BUNDLE_BYTES:
-            return (f"{self.size} bytes: the host imports bundles of at most "
-                    f"{HOST_MAX_BUNDLE_BYTES} bytes (8 MiB)")
+            return (
+                f"{self.size} bytes: the host imports bundles of at most "
+                f"{HOST_MAX_BUNDLE_BYTES} bytes (8 MiB)"
+            )
         if self.count > HOST_MAX_RECORDS:
             return f"{self.count} records: the host imports at most {HOST_MAX_RECORDS}"
         return None
@@ -268,8 +270,10 @@ class _HostImportCheck:
         refs = [(r.kind, r.id, r.contentHash) for r in record.governance.sourceRefs]
         refs.append(("import", record.id, record.contentHash))
         if len(refs) > MAX_SOURCE_REFS:
-            return (f"{len(refs) - 1} source refs: no room for the host's import ref "
-                    f"(it allows {MAX_SOURCE_REFS})")
+            return (
+                f"{len(refs) - 1} source refs: no room for the host's import ref "
+                f"(it allows {MAX_SOURCE_REFS})"
+            )
         key = (record.type, record.contentHash)
         merged = self._merged.get(key)
         if merged is None:
@@ -277,8 +281,10 @@ class _HostImportCheck:
             return None
         union = merged | set(refs)
         if len(union) > MAX_SOURCE_REFS:
-            return ("the host merges it into an earlier record of the bundle with the same "
-                    f"type and content, and their source refs would pass {MAX_SOURCE_REFS}")
+            return (
+                "the host merges it into an earlier record of the bundle with the same "
+                f"type and content, and their source refs would pass {MAX_SOURCE_REFS}"
+            )
         self._merged[key] = union
         return None
 
@@ -316,8 +322,10 @@ def iso_time(ms: int) -> str:
         t = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
     except OverflowError:  # past year 9999: the host's toISOString has its own form or throws
         return str(ms)
-    return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:"
-            f"{t.second:02d}.{t.microsecond // 1000:03d}Z")
+    return (
+        f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:"
+        f"{t.second:02d}.{t.microsecond // 1000:03d}Z"
+    )
 
 
 def markdown_text(records: Iterable[Record]) -> str:
@@ -395,9 +403,10 @@ class _Lines:
             return None
         end = self.text.find("\n", self.pos)
         if end < 0:
-            return self.text[self.pos:]
-        return self.text[self.pos:end - 1 if end > self.pos and self.text[end - 1] == "\r"
-                         else end]
+            return self.text[self.pos :]
+        return self.text[
+            self.pos : end - 1 if end > self.pos and self.text[end - 1] == "\r" else end
+        ]
 
     def take(self) -> None:
         end = self.text.find("\n", self.pos)
@@ -412,7 +421,7 @@ class _Lines:
 
     def rest(self) -> str:
         """The lines not taken, joined with LF (each CRLF becomes LF, as the host's join)."""
-        return "" if self.done else self.text[self.pos:].replace("\r\n", "\n")
+        return "" if self.done else self.text[self.pos :].replace("\r\n", "\n")
 
 
 def _parse_section(index: int, part: str) -> MarkdownSection | InvalidEntry | None:
@@ -437,12 +446,19 @@ def _parse_section(index: int, part: str) -> MarkdownSection | InvalidEntry | No
     lines.skip_blank()
     content = js_trim(lines.rest())
     if not content:
-        return InvalidEntry(index, None, "Memory markdown record has no content: the section "
-                            f"'# {title}' has nothing under its metadata")
+        return InvalidEntry(
+            index,
+            None,
+            "Memory markdown record has no content: the section "
+            f"'# {title}' has nothing under its metadata",
+        )
     kind = meta.get("type", "fact")
     if kind not in _TYPES:
-        return InvalidEntry(index, None, f"Memory markdown type is invalid: {kind!r} is not "
-                            f"one of {', '.join(_TYPES)}")
+        return InvalidEntry(
+            index,
+            None,
+            f"Memory markdown type is invalid: {kind!r} is not one of {', '.join(_TYPES)}",
+        )
     tags = [t for t in (js_trim(t) for t in meta.get("tags", "").split(",")) if t][:MAX_TAGS]
     return MarkdownSection(index, title, content, kind, tags, meta)
 
@@ -605,8 +621,7 @@ def _read_bundle(data: bytes, label: str) -> tuple[list[Any], dict[str, Any]]:
 
 
 def _too_many(label: str, n: int) -> StoreError:
-    return _invalid(f"{label}: {n} records is more than the {MAX_BUNDLE_RECORDS} a bundle may "
-                    "hold")
+    return _invalid(f"{label}: {n} records is more than the {MAX_BUNDLE_RECORDS} a bundle may hold")
 
 
 def _json_type(value: Any) -> str:
@@ -667,8 +682,10 @@ def _bundle_record(entry: Any, label: str, where: str) -> Record:
 
 
 def _entry_id(entry: Any) -> str | None:
-    rid = entry.id if isinstance(entry, Record) else (
-        entry.get("id") if isinstance(entry, dict) else None
+    rid = (
+        entry.id
+        if isinstance(entry, Record)
+        else (entry.get("id") if isinstance(entry, dict) else None)
     )
     return rid if isinstance(rid, str) else None
 
@@ -711,38 +728,42 @@ def _imported(
         provenance["sessionId"] = target.scope_key.split("|", 1)[0]  # type: ignore[union-attr]
     # Built as data and validated once: make_record would re-validate and re-hash the content
     # that record_from_json has just checked (this is most of an import plan's time).
-    return Record.model_validate({
-        "schemaVersion": SCHEMA_VERSION,
-        "id": import_id(),
-        "scope": target.scope,
-        "scopeKey": target.scope_key,
-        "type": source.type,
-        "title": source.title,
-        "content": source.content,
-        "tags": source.tags,
-        "provenance": provenance,
-        "createdAt": now,
-        "updatedAt": now,
-        "useCount": 0,
-        "contentHash": source.contentHash,
-        "status": Status.ACTIVE,
-        "governance": {
-            "origin": Origin.IMPORTED,
-            # Theirs, and the original record (SPEC 7): kinds the host allows.
-            "sourceRefs": refs,
-            "verification": Verification.UNVERIFIED,
-            "revision": 1,
-            "retention": RETENTION_BY_SCOPE[target.scope],
-        },
-        **(source.model_extra or {}),
-    })
+    return Record.model_validate(
+        {
+            "schemaVersion": SCHEMA_VERSION,
+            "id": import_id(),
+            "scope": target.scope,
+            "scopeKey": target.scope_key,
+            "type": source.type,
+            "title": source.title,
+            "content": source.content,
+            "tags": source.tags,
+            "provenance": provenance,
+            "createdAt": now,
+            "updatedAt": now,
+            "useCount": 0,
+            "contentHash": source.contentHash,
+            "status": Status.ACTIVE,
+            "governance": {
+                "origin": Origin.IMPORTED,
+                # Theirs, and the original record (SPEC 7): kinds the host allows.
+                "sourceRefs": refs,
+                "verification": Verification.UNVERIFIED,
+                "revision": 1,
+                "retention": RETENTION_BY_SCOPE[target.scope],
+            },
+            **(source.model_extra or {}),
+        }
+    )
 
 
 def bundle_format(source: str | os.PathLike[str] | bytes, data: bytes) -> str:
     """``markdown`` for a ``.md``/``.markdown`` file, or for other bytes whose first text
     (after white space and a byte-order mark) is a ``#`` heading; ``json`` otherwise."""
-    if (not isinstance(source, bytes | bytearray | memoryview)
-            and Path(source).suffix.lower() in MARKDOWN_SUFFIXES):
+    if (
+        not isinstance(source, bytes | bytearray | memoryview)
+        and Path(source).suffix.lower() in MARKDOWN_SUFFIXES
+    ):
         return "markdown"
     head = data[:4096].removeprefix(b"\xef\xbb\xbf").lstrip()
     return "markdown" if head.startswith(b"#") else "json"
@@ -789,9 +810,7 @@ def _note(label: str) -> str:
     return f"imported from {Path(label).name if label != 'bundle' else 'a bundle'}"
 
 
-def _classify(
-    data: bytes, plan: ImportPlan, index_of: dict[DuplicateKey, str], now: int
-) -> None:
+def _classify(data: bytes, plan: ImportPlan, index_of: dict[DuplicateKey, str], now: int) -> None:
     label = plan.source
     entries, others = _read_bundle(data, label)
     exported_at = others.get("exportedAt")
@@ -925,8 +944,8 @@ def apply_import(
             key = (record.type, record.contentHash)
             existing = index_of.get(key)
             if existing is not None:
-                original = None if plan.format == "markdown" else (
-                    record.governance.sourceRefs[-1].id
+                original = (
+                    None if plan.format == "markdown" else (record.governance.sourceRefs[-1].id)
                 )
                 result.duplicates.append(DuplicateEntry(index, original, existing))
                 continue

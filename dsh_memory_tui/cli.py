@@ -75,18 +75,31 @@ def _print_records(records: Sequence[Record], out: TextIO) -> None:
         return
     rows = [
         (
-            r.id, r.scope.value, r.type.value, r.status.value, r.governance.verification.value,
-            r.governance.origin.value, str(r.governance.revision), when(r.updatedAt),
+            r.id,
+            r.scope.value,
+            r.type.value,
+            r.status.value,
+            r.governance.verification.value,
+            r.governance.origin.value,
+            str(r.governance.revision),
+            when(r.updatedAt),
             r.title.replace("\n", " ")[:60],
         )
         for r in records
     ]
-    _table(rows, ("ID", "SCOPE", "TYPE", "STATUS", "VERIFICATION", "ORIGIN", "REV", "UPDATED",
-                  "TITLE"), out)
+    _table(
+        rows,
+        ("ID", "SCOPE", "TYPE", "STATUS", "VERIFICATION", "ORIGIN", "REV", "UPDATED", "TITLE"),
+        out,
+    )
 
 
-def _print_record(record: Record, history: Sequence[Record] | None, out: TextIO,
-                  facts: Sequence[tuple[str, str]] = ()) -> None:
+def _print_record(
+    record: Record,
+    history: Sequence[Record] | None,
+    out: TextIO,
+    facts: Sequence[tuple[str, str]] = (),
+) -> None:
     print(facts_text([("title", record.title), *facts]), file=out)
     print("\n" + record.content, file=out)
     if history is not None:
@@ -94,8 +107,9 @@ def _print_record(record: Record, history: Sequence[Record] | None, out: TextIO,
         prev: Record | None = None
         for version in history:
             changes = "; ".join(describe_changes(prev, version))
-            print(f"  r{version.governance.revision}  {when(version.updatedAt)}  {changes}",
-                  file=out)
+            print(
+                f"  r{version.governance.revision}  {when(version.updatedAt)}  {changes}", file=out
+            )
             prev = version
 
 
@@ -138,11 +152,17 @@ def _written(record_id: str, note: str | None = None) -> int:
 def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
     common = dict(session=_session(args), confirm_shared=args.yes_shared)
     if args.command == "propose":
-        result = store.propose(args.scope, args.type, args.title, args.content, args.tag,
-                               source_refs=args.source_ref, **common)
+        result = store.propose(
+            args.scope,
+            args.type,
+            args.title,
+            args.content,
+            args.tag,
+            source_refs=args.source_ref,
+            **common,
+        )
     else:
-        result = store.create(args.scope, args.type, args.title, args.content, args.tag,
-                              **common)
+        result = store.create(args.scope, args.type, args.title, args.content, args.tag, **common)
     note = None if result.written else "an identical record exists; nothing written"
     return _written(result.id, note)
 
@@ -150,8 +170,15 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
 def cmd_edit(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.title is None and args.content is None and args.type is None and args.tag is None:
         raise UsageError("edit needs at least one of --title, --content, --type, --tag")
-    record = store.edit(args.id, args.base_revision, title=args.title, content=args.content,
-                        record_type=args.type, tags=args.tag, confirm_shared=args.yes_shared)
+    record = store.edit(
+        args.id,
+        args.base_revision,
+        title=args.title,
+        content=args.content,
+        record_type=args.type,
+        tags=args.tag,
+        confirm_shared=args.yes_shared,
+    )
     return _written(record.id, f"revision {record.governance.revision}")
 
 
@@ -159,8 +186,12 @@ def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.command == "forget":
         record = store.forget(args.id, confirm_shared=args.yes_shared)
     else:
-        record = store.apply(Action(args.command), args.id, reason=getattr(args, "reason", None),
-                             confirm_shared=args.yes_shared)
+        record = store.apply(
+            Action(args.command),
+            args.id,
+            reason=getattr(args, "reason", None),
+            confirm_shared=args.yes_shared,
+        )
     g = record.governance
     return _written(
         record.id, f"{record.status.value}, {g.verification.value}, revision {g.revision}"
@@ -172,8 +203,11 @@ def cmd_keep(store: MemoryStore, args: argparse.Namespace) -> int:
     for word, records in (("rejected", result.rejected), ("archived", result.archived)):
         for record in records:
             print(f"{word}: {record.id}")
-    return _written(result.kept.id, f"kept: {result.kept.governance.verification.value}, "
-                    f"revision {result.kept.governance.revision}")
+    return _written(
+        result.kept.id,
+        f"kept: {result.kept.governance.verification.value}, "
+        f"revision {result.kept.governance.revision}",
+    )
 
 
 def cmd_adopt(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -199,8 +233,9 @@ def cmd_adopt(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_copy(store: MemoryStore, args: argparse.Namespace) -> int:
-    result = store.copy(args.id, args.to_scope, session=_session(args),
-                        confirm_shared=args.yes_shared)
+    result = store.copy(
+        args.id, args.to_scope, session=_session(args), confirm_shared=args.yes_shared
+    )
     note = None if result.written else "an identical record exists there; nothing written"
     return _written(result.id, note)
 
@@ -213,8 +248,10 @@ def cmd_compact(store: MemoryStore, args: argparse.Namespace) -> int:
             print(f"{file.path}: skipped (shared-project needs --yes-shared)")
             continue
         result = store.compact(file, confirm_shared=args.yes_shared)
-        print(f"{result.path}: {result.bytes_before} -> {result.bytes_after} bytes, "
-              f"{result.lines_removed} line(s) removed, {result.quarantined} quarantined")
+        print(
+            f"{result.path}: {result.bytes_before} -> {result.bytes_after} bytes, "
+            f"{result.lines_removed} line(s) removed, {result.quarantined} quarantined"
+        )
     return 0
 
 
@@ -227,23 +264,23 @@ def cmd_check(store: MemoryStore, args: argparse.Namespace) -> int:
     for note in report.notes:
         print(f"note: {note}")
     left = sum(not p.repaired for p in report.problems)
-    print(f"{report.files_checked} file(s) checked, {len(report.problems)} problem(s), "
-          f"{left} left")
+    print(f"{report.files_checked} file(s) checked, {len(report.problems)} problem(s), {left} left")
     return 0 if report.clean else 1
 
 
 def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
     from .bundle import export_bundle
 
-    fmt = args.format or ("markdown" if args.out.lower().endswith((".md", ".markdown"))
-                          else "json")
-    result = export_bundle(store, args.out, scopes=args.scope or None, session=_session(args),
-                           fmt=fmt)
+    fmt = args.format or ("markdown" if args.out.lower().endswith((".md", ".markdown")) else "json")
+    result = export_bundle(
+        store, args.out, scopes=args.scope or None, session=_session(args), fmt=fmt
+    )
     for record_id, why in result.left_out:
         print(f"left out {record_id}: {why}", file=sys.stderr)
     if result.over_host_limits:
-        print(f"note: the host cannot import this bundle: {result.over_host_limits}",
-              file=sys.stderr)
+        print(
+            f"note: the host cannot import this bundle: {result.over_host_limits}", file=sys.stderr
+        )
     print(f"exported {result.count} record(s) to {result.path}")
     return 0
 
@@ -253,8 +290,9 @@ def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
 
     plan = plan_import(store, args.file, args.scope, session=_session(args), fmt=args.format)
     for bad in plan.invalid:
-        print(f"invalid: {plan.where(bad.index)} ({bad.id or 'no id'}): {bad.reason}",
-              file=sys.stderr)
+        print(
+            f"invalid: {plan.where(bad.index)} ({bad.id or 'no id'}): {bad.reason}", file=sys.stderr
+        )
     print(f"plan for {plan.target.path}: {plan.counts}")
     if args.dry_run:
         for index, record in zip(plan.new_indexes, plan.new, strict=True):
@@ -283,8 +321,10 @@ def cmd_demo(store: MemoryStore, args: argparse.Namespace) -> int:
     demo = build_demo(args.dir)
     print(f"demo home:      {demo.home}")
     print(f"demo workspace: {demo.workspace}")
-    print(f"open it with:   dsh-memory-tui --home {demo.home} --workspace {demo.workspace} "
-          f"--user {demo.user}")
+    print(
+        f"open it with:   dsh-memory-tui --home {demo.home} --workspace {demo.workspace} "
+        f"--user {demo.user}"
+    )
     if args.live:
         print("appending live records every few seconds; Ctrl-C stops", flush=True)
         run_live(demo)
@@ -294,8 +334,9 @@ def cmd_demo(store: MemoryStore, args: argparse.Namespace) -> int:
 def cmd_mcp(store: MemoryStore, args: argparse.Namespace) -> int:
     from .mcp import serve  # the SDK is an optional extra: serve() says so when it is missing
 
-    serve(store, session=args.session, include_shared=args.include_shared,
-          yes_shared=args.yes_shared)
+    serve(
+        store, session=args.session, include_shared=args.include_shared, yes_shared=args.yes_shared
+    )
     return 0
 
 
@@ -305,10 +346,12 @@ def cmd_mcp(store: MemoryStore, args: argparse.Namespace) -> int:
 def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
     default = argparse.SUPPRESS if suppress else None
     parser.add_argument("--home", default=default, help="DSH_HOME (default: $DSH_HOME or ~/.dsh)")
-    parser.add_argument("--workspace", default=default,
-                        help="workspace root (default: the current directory)")
-    parser.add_argument("--user", default=default,
-                        help="acting user id (default: $DSH_USER_ID or the login name)")
+    parser.add_argument(
+        "--workspace", default=default, help="workspace root (default: the current directory)"
+    )
+    parser.add_argument(
+        "--user", default=default, help="acting user id (default: $DSH_USER_ID or the login name)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -330,8 +373,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--root", help="the session's root id (default: this workspace's rootId)")
 
     def shared_opt(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--yes-shared", action="store_true",
-                       help="confirm a write to shared-project (seen by everyone on the project)")
+        p.add_argument(
+            "--yes-shared",
+            action="store_true",
+            help="confirm a write to shared-project (seen by everyone on the project)",
+        )
 
     p = command("list", cmd_list, "current records")
     p.add_argument("--scope", type=_scope)
@@ -347,48 +393,65 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_ in (("create", "a user-authored record"), ("propose", "an agent proposal")):
         p = command(name, cmd_create, help_)
         p.add_argument("--scope", type=_scope, required=True)
-        p.add_argument("--type", required=True,
-                       choices=["decision", "preference", "convention", "fact"])
+        p.add_argument(
+            "--type", required=True, choices=["decision", "preference", "convention", "fact"]
+        )
         p.add_argument("--title", required=True)
         p.add_argument("--content", required=True)
         p.add_argument("--tag", action="append", default=[])
         session_opts(p)
         shared_opt(p)
         if name == "propose":
-            p.add_argument("--source-ref", type=_source_ref, action="append", default=[],
-                           metavar="KIND:ID")
+            p.add_argument(
+                "--source-ref", type=_source_ref, action="append", default=[], metavar="KIND:ID"
+            )
 
     p = command("edit", cmd_edit, "a new revision of a record")
     p.add_argument("id")
-    p.add_argument("--base-revision", type=int, required=True,
-                   help="the revision you edited (a newer one is a REVISION_CONFLICT)")
+    p.add_argument(
+        "--base-revision",
+        type=int,
+        required=True,
+        help="the revision you edited (a newer one is a REVISION_CONFLICT)",
+    )
     p.add_argument("--title")
     p.add_argument("--content")
     p.add_argument("--type", choices=["decision", "preference", "convention", "fact"])
     p.add_argument("--tag", action="append", help="replaces the tags (repeat for several)")
     shared_opt(p)
 
-    for name, help_ in (("verify", "mark an unverified record verified"),
-                        ("reject", "reject an unverified record"),
-                        ("reverify", "verify a stale record again"),
-                        ("pin", "pin a verified record (the agent sees it first)"),
-                        ("unpin", "unpin a record"),
-                        ("archive", "archive a record"), ("restore", "restore a record"),
-                        ("forget", "erase a record's content for good")):
+    for name, help_ in (
+        ("verify", "mark an unverified record verified"),
+        ("reject", "reject an unverified record"),
+        ("reverify", "verify a stale record again"),
+        ("pin", "pin a verified record (the agent sees it first)"),
+        ("unpin", "unpin a record"),
+        ("archive", "archive a record"),
+        ("restore", "restore a record"),
+        ("forget", "erase a record's content for good"),
+    ):
         p = command(name, cmd_action, help_)
         p.add_argument("id")
         if name in ("verify", "reject", "reverify"):
             p.add_argument("--reason")
         shared_opt(p)
 
-    p = command("keep", cmd_keep, "keep this version of its conflict group: verify it, reject "
-                "its unverified rivals, archive the others (one locked batch)")
+    p = command(
+        "keep",
+        cmd_keep,
+        "keep this version of its conflict group: verify it, reject "
+        "its unverified rivals, archive the others (one locked batch)",
+    )
     p.add_argument("id")
     p.add_argument("--reason")
     shared_opt(p)
 
-    p = command("adopt", cmd_adopt, "records of a moved or copied project (lines of another "
-                "rootId in this project's files) under this workspace's rootId")
+    p = command(
+        "adopt",
+        cmd_adopt,
+        "records of a moved or copied project (lines of another "
+        "rootId in this project's files) under this workspace's rootId",
+    )
     p.add_argument("--from", dest="from_root", metavar="ROOT", help="only this former rootId")
     p.add_argument("--scope", type=_scope, choices=[Scope.PROJECT, Scope.SHARED])
     shared_opt(p)
@@ -402,15 +465,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("export", cmd_export, "write a bundle of current records")
     p.add_argument("--out", required=True)
     p.add_argument("--scope", type=_scope, action="append")
-    p.add_argument("--format", choices=["json", "markdown"],
-                   help="default: markdown for a .md --out, else json")
+    p.add_argument(
+        "--format",
+        choices=["json", "markdown"],
+        help="default: markdown for a .md --out, else json",
+    )
     session_opts(p)
 
     p = command("import", cmd_import, "import a bundle into a scope")
     p.add_argument("file")
     p.add_argument("--scope", type=_scope, required=True)
-    p.add_argument("--format", choices=["json", "markdown"],
-                   help="default: markdown for a .md file or one starting with #, else json")
+    p.add_argument(
+        "--format",
+        choices=["json", "markdown"],
+        help="default: markdown for a .md file or one starting with #, else json",
+    )
     session_opts(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--strict", action="store_true", help="any invalid record aborts the import")
@@ -432,12 +501,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--live", action="store_true", help="keep appending records")
 
     p = command("mcp", cmd_mcp, "serve workspace_memory_propose/search/list over stdio (MCP)")
-    p.add_argument("--session", help="the agent's session id (default: $DSH_SESSION_ID, else "
-                   "one made for this run)")
-    p.add_argument("--include-shared", action="store_true",
-                   help="serve verified shared-project records too")
-    p.add_argument("--yes-shared", action="store_true",
-                   help="also write the use counts of shared-project records")
+    p.add_argument(
+        "--session",
+        help="the agent's session id (default: $DSH_SESSION_ID, else one made for this run)",
+    )
+    p.add_argument(
+        "--include-shared", action="store_true", help="serve verified shared-project records too"
+    )
+    p.add_argument(
+        "--yes-shared",
+        action="store_true",
+        help="also write the use counts of shared-project records",
+    )
     return parser
 
 

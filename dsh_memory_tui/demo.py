@@ -81,66 +81,77 @@ def _empty_dir(path: Path) -> None:
 # (type, title, content, tags)
 _PROJECT = {
     "postgres": (
-        RecordType.DECISION, "Use PostgreSQL 16 as the primary datastore",
+        RecordType.DECISION,
+        "Use PostgreSQL 16 as the primary datastore",
         "Orders, customers and payments live in PostgreSQL 16. SQLite is only for unit tests.",
         ["database"],
     ),
     "versioning": (
-        RecordType.DECISION, "Version the public API in the URL path",
+        RecordType.DECISION,
+        "Version the public API in the URL path",
         "Public endpoints live under `/v1/...`; a breaking change ships as `/v2/...` and the "
         "old version keeps working for 6 months after the announcement.",
         ["api"],
     ),
     "idempotency": (
-        RecordType.DECISION, "Idempotency keys on every POST",
+        RecordType.DECISION,
+        "Idempotency keys on every POST",
         "Every POST endpoint accepts an `Idempotency-Key` header; the response is cached for "
         "24 h per key and API client, so a retried payment never charges twice.",
         ["api", "payments"],
     ),
     "celery": (
-        RecordType.DECISION, "Background jobs run on Celery with Redis as the broker",
+        RecordType.DECISION,
+        "Background jobs run on Celery with Redis as the broker",
         "Emails, webhooks out and report exports run as Celery tasks; Redis 7 is the broker "
         "and the result backend.",
         ["jobs"],
     ),
     "problem-json": (
-        RecordType.CONVENTION, "Errors are RFC 9457 problem+json",
+        RecordType.CONVENTION,
+        "Errors are RFC 9457 problem+json",
         "Error responses use `application/problem+json` with `type`, `title`, `status` and "
         "`detail`; validation errors list the fields in `errors`.",
         ["api"],
     ),
     "migrations": (
-        RecordType.CONVENTION, "Alembic migrations get two reviewers",
+        RecordType.CONVENTION,
+        "Alembic migrations get two reviewers",
         "Every migration under `migrations/versions/` needs two approvals and must be "
         "reversible (`downgrade()` implemented and tested).",
         ["database", "review"],
     ),
     "lint": (
-        RecordType.CONVENTION, "ruff and mypy --strict gate every pull request",
+        RecordType.CONVENTION,
+        "ruff and mypy --strict gate every pull request",
         "CI runs `ruff check`, `ruff format --check` and `mypy --strict src/`; fix locally "
         "with `make lint` before pushing.",
         ["ci"],
     ),
     "staging": (
-        RecordType.FACT, "Staging is https://staging.acme-api.internal",
+        RecordType.FACT,
+        "Staging is https://staging.acme-api.internal",
         "Staging deploys from `main` on every merge; its database is refreshed from an "
         "anonymised production snapshot every Monday at 06:00 UTC.",
         ["environments"],
     ),
     "rate-limit": (
-        RecordType.FACT, "Rate limit: 600 requests per minute per API key",
+        RecordType.FACT,
+        "Rate limit: 600 requests per minute per API key",
         "The gateway allows 600 requests per minute per API key (burst 100) and answers 429 "
         "with a `Retry-After` header past that.",
         ["api"],
     ),
     "webhooks": (
-        RecordType.FACT, "Stripe retries webhooks for 3 days",
+        RecordType.FACT,
+        "Stripe retries webhooks for 3 days",
         "Stripe retries a failed webhook delivery with backoff for up to 3 days, so the "
         "handler must be idempotent on `event.id`.",
         ["payments"],
     ),
     "heroku": (
-        RecordType.DECISION, "Review apps on Heroku",
+        RecordType.DECISION,
+        "Review apps on Heroku",
         "Every pull request gets a Heroku review app. (Replaced by the Kubernetes preview "
         "environments.)",
         ["environments"],
@@ -149,25 +160,29 @@ _PROJECT = {
 
 _PROPOSALS = [
     (
-        RecordType.CONVENTION, "Use freezegun for time-dependent tests",
+        RecordType.CONVENTION,
+        "Use freezegun for time-dependent tests",
         "Tests that depend on the clock (token expiry, idempotency TTL) freeze time with "
         "`freezegun` instead of sleeping.",
         ["tests"],
     ),
     (
-        RecordType.FACT, "The orders list needs an index on (customer_id, created_at)",
+        RecordType.FACT,
+        "The orders list needs an index on (customer_id, created_at)",
         "`GET /v1/orders?customer=...` sorts by `created_at`; without a composite index the "
         "query scans 2M rows (EXPLAIN showed 480 ms on staging).",
         ["database", "performance"],
     ),
     (
-        RecordType.DECISION, "Pin httpx below 0.28 until the client fixture is updated",
+        RecordType.DECISION,
+        "Pin httpx below 0.28 until the client fixture is updated",
         "httpx 0.28 removed the `app=` shortcut our `api_client` fixture uses; keep "
         "`httpx<0.28` until the fixture moves to `ASGITransport`.",
         ["dependencies", "tests"],
     ),
     (
-        RecordType.FACT, "Local development starts with `make up`",
+        RecordType.FACT,
+        "Local development starts with `make up`",
         "`make up` starts PostgreSQL, Redis and the API with docker compose; the API reloads "
         "on change at http://localhost:8000/docs.",
         ["dev"],
@@ -175,21 +190,24 @@ _PROPOSALS = [
 ]
 
 _REJECTED = (
-    RecordType.DECISION, "Keep card numbers in the orders table for refunds",
+    RecordType.DECISION,
+    "Keep card numbers in the orders table for refunds",
     "Store the card number with each order so refunds can be issued without Stripe.",
     ["payments"],
 )
 
 _IMPORTED = [
     (
-        RecordType.CONVENTION, "Logs are JSON lines through structlog",
+        RecordType.CONVENTION,
+        "Logs are JSON lines through structlog",
         "Services log JSON lines with structlog; every line carries `request_id`, "
         "`service` and `env`. No print statements.",
         ["logging", "platform"],
         "memory:user:convention:5d0e8a1f3c2b4e6a9b7c1d2e3f4a5b6c",
     ),
     (
-        RecordType.CONVENTION, "Outbound HTTP calls time out after 5 seconds",
+        RecordType.CONVENTION,
+        "Outbound HTTP calls time out after 5 seconds",
         "Every outbound HTTP client sets a 5 s total timeout and at most 2 retries with "
         "jitter; a call without a timeout fails review.",
         ["platform", "http"],
@@ -199,20 +217,23 @@ _IMPORTED = [
 
 _SHARED = [
     (
-        RecordType.CONVENTION, "Release branches are release/x.y",
+        RecordType.CONVENTION,
+        "Release branches are release/x.y",
         "Cut release branches as `release/<major>.<minor>`; tags are `vX.Y.Z` and are made "
         "by CI only.",
         ["release"],
     ),
     (
-        RecordType.CONVENTION, "Every public API change gets a changelog entry",
+        RecordType.CONVENTION,
+        "Every public API change gets a changelog entry",
         "A pull request that changes a public endpoint adds a line to `CHANGELOG.md` under "
         "*Unreleased*, naming the endpoint.",
         ["api", "release"],
     ),
 ]
 _SHARED_PROPOSAL = (
-    RecordType.CONVENTION, "Lint the OpenAPI schema in CI",
+    RecordType.CONVENTION,
+    "Lint the OpenAPI schema in CI",
     "Run `spectral lint openapi.json` in CI so a missing description or an undocumented "
     "4xx response fails the build.",
     ["api", "ci"],
@@ -220,29 +241,34 @@ _SHARED_PROPOSAL = (
 
 _ALICE = [
     (
-        RecordType.PREFERENCE, "Answer in English, keep code comments to one line",
+        RecordType.PREFERENCE,
+        "Answer in English, keep code comments to one line",
         "Reply in English. Code comments are one line and say why, not what.",
         ["style"],
     ),
     (
-        RecordType.PREFERENCE, "Show the diff before applying an edit",
+        RecordType.PREFERENCE,
+        "Show the diff before applying an edit",
         "Before changing more than one file, show the diff and wait for a go-ahead.",
         ["workflow"],
     ),
 ]
 _ALICE_PROPOSAL = (
-    RecordType.PREFERENCE, "Prefers pytest fixtures over unittest classes",
+    RecordType.PREFERENCE,
+    "Prefers pytest fixtures over unittest classes",
     "Alice writes tests as plain functions with pytest fixtures, never unittest.TestCase.",
     ["tests"],
 )
 _BOB = [
     (
-        RecordType.PREFERENCE, "bob: tabs only in Makefiles",
+        RecordType.PREFERENCE,
+        "bob: tabs only in Makefiles",
         "Bob's profile: spaces everywhere, tabs only where make requires them.",
         ["style"],
     ),
     (
-        RecordType.FACT, "bob: private on-call note",
+        RecordType.FACT,
+        "bob: private on-call note",
         "Bob's private note: swapped the March on-call week with Carol. Never shown to alice.",
         ["private"],
     ),
@@ -295,8 +321,13 @@ def _tool_history(session: tuple[str, str]) -> list[list[tuple[str, list[dict[st
         ],
         [
             ("write_file", _files(("scratch/notes.txt", "create"))),
-            ("edit_file", _files(("tests/test_refunds.py", "modify"),
-                                 ("src/acme_api/routes/refunds.py", "modify"))),
+            (
+                "edit_file",
+                _files(
+                    ("tests/test_refunds.py", "modify"),
+                    ("src/acme_api/routes/refunds.py", "modify"),
+                ),
+            ),
             ("delete_file", _files(("scratch/notes.txt", "delete"))),
             ("run_command", _files(("reports/coverage.xml", "create", True))),
         ],
@@ -307,8 +338,15 @@ def _tool_results(
     session: tuple[str, str], cwd: Path, phase: list[tuple[str, list[dict[str, Any]]]], seq: int
 ) -> list[dict[str, Any]]:
     return [
-        {"sessionId": session[0], "rootId": session[1], "seq": seq + i, "cwd": str(cwd),
-         "tool": tool, "ok": True, "files": files}
+        {
+            "sessionId": session[0],
+            "rootId": session[1],
+            "seq": seq + i,
+            "cwd": str(cwd),
+            "tool": tool,
+            "ok": True,
+            "files": files,
+        }
         for i, (tool, files) in enumerate(phase)
     ]
 
@@ -345,18 +383,28 @@ def build_demo(root: str | Path) -> DemoPaths:
     earlier, current = (EARLIER_SESSION_ID, root_id), (SESSION_ID, root_id)
     demo = DemoPaths(alice.paths.home, alice.paths.workspace, USER, OTHER_USER, current)
 
-    ids = {key: alice.create(Scope.PROJECT, t, title, content, tags).id
-           for key, (t, title, content, tags) in _PROJECT.items()}
+    ids = {
+        key: alice.create(Scope.PROJECT, t, title, content, tags).id
+        for key, (t, title, content, tags) in _PROJECT.items()
+    }
     for key in ("postgres", "versioning", "idempotency", "migrations", "staging", "lint"):
         alice.verify(ids[key])
-    alice.edit(ids["postgres"], 2, content=(
-        "Orders, customers and payments live in PostgreSQL 16 behind pgbouncer "
-        "(transaction pooling). SQLite is only for unit tests."
-    ))
-    alice.edit(ids["postgres"], 3, content=(
-        "Orders, customers and payments live in PostgreSQL 16 behind pgbouncer "
-        "(transaction pooling); reports read from the replica. SQLite is only for unit tests."
-    ))
+    alice.edit(
+        ids["postgres"],
+        2,
+        content=(
+            "Orders, customers and payments live in PostgreSQL 16 behind pgbouncer "
+            "(transaction pooling). SQLite is only for unit tests."
+        ),
+    )
+    alice.edit(
+        ids["postgres"],
+        3,
+        content=(
+            "Orders, customers and payments live in PostgreSQL 16 behind pgbouncer "
+            "(transaction pooling); reports read from the replica. SQLite is only for unit tests."
+        ),
+    )
     alice.edit(ids["problem-json"], 1, title="Errors are RFC 9457 problem+json, never HTML")
     alice.archive(ids["heroku"])
 
@@ -385,8 +433,7 @@ def build_demo(root: str | Path) -> DemoPaths:
         _replay_session(writer, demo.workspace, session, flush=True)
 
     # Last, so no store write quarantines it: a newer host's line and a torn, corrupt one.
-    future = dict(_FUTURE_LINE, scopeKey=root_id, createdAt=clock(),
-                  updatedAt=clock())
+    future = dict(_FUTURE_LINE, scopeKey=root_id, createdAt=clock(), updatedAt=clock())
     view = alice.view(project)
     with view.safe.locked():
         view.safe.append(json.dumps(future).encode() + b"\n" + _CORRUPT_LINE)
@@ -394,21 +441,30 @@ def build_demo(root: str | Path) -> DemoPaths:
 
 
 def _imported(
-    clock: Callable[[], int], record_type: RecordType, title: str, content: str,
-    tags: list[str], original: str,
+    clock: Callable[[], int],
+    record_type: RecordType,
+    title: str,
+    content: str,
+    tags: list[str],
+    original: str,
 ) -> Callable[[str], Record]:
     # As an import of the platform team's bundle writes it (bundle.py): an import id, and
     # the original record as its sourceRef.
     def make(scope_key: str) -> Record:
         return build_record(
-            scope=Scope.PROJECT, scope_key=scope_key, record_type=record_type, title=title,
-            content=content, tags=tags,
-            provenance=Provenance(kind=ProvenanceKind.IMPORT,
-                                  note="imported from platform-team.json"),
+            scope=Scope.PROJECT,
+            scope_key=scope_key,
+            record_type=record_type,
+            title=title,
+            content=content,
+            tags=tags,
+            provenance=Provenance(
+                kind=ProvenanceKind.IMPORT, note="imported from platform-team.json"
+            ),
             origin=Origin.IMPORTED,
-            source_refs=[SourceRef(kind="import", id=original,
-                                   contentHash=content_hash(content))],
-            record_id=import_id(), now=clock(),
+            source_refs=[SourceRef(kind="import", id=original, contentHash=content_hash(content))],
+            record_id=import_id(),
+            now=clock(),
         )
 
     return make
@@ -417,16 +473,35 @@ def _imported(
 # ----------------------------------------------------------------------------- live
 
 _LIVE_PROPOSALS = [
-    (Scope.USER, RecordType.PREFERENCE, "Prefers {tool} for {task}",
-     "While working on {area}, alice asked for {tool} to {task}.", ["workflow"]),
-    (Scope.SESSION, RecordType.FACT, "{area}: flaky test seen",
-     "`tests/test_{module}.py` failed once and passed on rerun while working on {area}; "
-     "suspect shared state in the {module} fixture.", ["tests"]),
-    (Scope.USER, RecordType.PREFERENCE, "Wants {area} changes split by {unit}",
-     "Alice asked to split the {area} work into one pull request per {unit}.", ["review"]),
-    (Scope.SESSION, RecordType.FACT, "{area}: {module} endpoint is slow",
-     "`GET /v1/{module}` took {ms} ms on the local database with the staging snapshot.",
-     ["performance"]),
+    (
+        Scope.USER,
+        RecordType.PREFERENCE,
+        "Prefers {tool} for {task}",
+        "While working on {area}, alice asked for {tool} to {task}.",
+        ["workflow"],
+    ),
+    (
+        Scope.SESSION,
+        RecordType.FACT,
+        "{area}: flaky test seen",
+        "`tests/test_{module}.py` failed once and passed on rerun while working on {area}; "
+        "suspect shared state in the {module} fixture.",
+        ["tests"],
+    ),
+    (
+        Scope.USER,
+        RecordType.PREFERENCE,
+        "Wants {area} changes split by {unit}",
+        "Alice asked to split the {area} work into one pull request per {unit}.",
+        ["review"],
+    ),
+    (
+        Scope.SESSION,
+        RecordType.FACT,
+        "{area}: {module} endpoint is slow",
+        "`GET /v1/{module}` took {ms} ms on the local database with the staging snapshot.",
+        ["performance"],
+    ),
 ]
 _WORDS = {
     "tool": ["httpie", "pytest -x --lf", "ripgrep", "ruff --fix", "pgcli"],
@@ -437,9 +512,13 @@ _WORDS = {
     "ms": ["480", "730", "1210", "365"],
 }
 _LIVE_FILES = [
-    "src/acme_api/routes/refunds.py", "src/acme_api/services/refunds.py",
-    "src/acme_api/schemas/refund.py", "tests/test_refunds.py", "tests/test_webhooks.py",
-    "src/acme_api/routes/webhooks.py", "docs/api.md",
+    "src/acme_api/routes/refunds.py",
+    "src/acme_api/services/refunds.py",
+    "src/acme_api/schemas/refund.py",
+    "tests/test_refunds.py",
+    "tests/test_webhooks.py",
+    "src/acme_api/routes/webhooks.py",
+    "docs/api.md",
 ]
 
 
@@ -447,7 +526,11 @@ def _live_proposal(store: MemoryStore, demo: DemoPaths, rng: random.Random) -> N
     scope, record_type, title, content, tags = rng.choice(_LIVE_PROPOSALS)
     words = {key: rng.choice(values) for key, values in _WORDS.items()}
     result = store.propose(
-        scope, record_type, title.format(**words), content.format(**words), tags,
+        scope,
+        record_type,
+        title.format(**words),
+        content.format(**words),
+        tags,
         session=demo.session if scope is Scope.SESSION else None,
         source_refs=[SourceRef(kind="session", id=demo.session[0])],
     )
@@ -470,10 +553,17 @@ def _live_tool_results(
             change = {"path": path, "op": "create", "artifact": True}
         else:
             change = {"path": rng.choice(_LIVE_FILES), "op": "modify"}
-        writer.on_tool_result({
-            "sessionId": demo.session[0], "rootId": demo.session[1], "seq": seq,
-            "cwd": str(demo.workspace), "tool": "edit_file", "ok": True, "files": [change],
-        })
+        writer.on_tool_result(
+            {
+                "sessionId": demo.session[0],
+                "rootId": demo.session[1],
+                "seq": seq,
+                "cwd": str(demo.workspace),
+                "tool": "edit_file",
+                "ok": True,
+                "files": [change],
+            }
+        )
         seq += 1
     return seq
 

@@ -157,10 +157,14 @@ def conflict_rivals(record: Record, records: Iterable[Record]) -> list[Record]:
     """
     key = title_key(record.title)
     rivals = [
-        r for r in records
-        if r.id != record.id and r.status is Status.ACTIVE and r.type is record.type
+        r
+        for r in records
+        if r.id != record.id
+        and r.status is Status.ACTIVE
+        and r.type is record.type
         and r.governance.verification is not Verification.REJECTED
-        and r.contentHash != record.contentHash and title_key(r.title) == key
+        and r.contentHash != record.contentHash
+        and title_key(r.title) == key
     ]
     return sorted(rivals, key=lambda r: (-r.updatedAt, locale_key(r.id)))  # newest first
 
@@ -200,8 +204,7 @@ def keep_refusal(record: Record, records: Iterable[Record], now: int) -> str | N
     if record.governance.verification is Verification.REJECTED:
         return "it was rejected, and a rejected record cannot be verified"
     if not conflict_rivals(record, records):
-        return ("no other active, unrejected version has its title (it is in no open "
-                "conflict group)")
+        return "no other active, unrejected version has its title (it is in no open conflict group)"
     return None
 
 
@@ -235,8 +238,15 @@ class ConflictIndex:
                 self._stored[r.id] = stored
             if r.status is not active or g.verification is rejected:
                 continue
-            key = (r.scope._value_ + "\0" + r.scopeKey + "\0" + r.type._value_ + "\0"
-                   + r.title.strip(spaces).lower())
+            key = (
+                r.scope._value_
+                + "\0"
+                + r.scopeKey
+                + "\0"
+                + r.type._value_
+                + "\0"
+                + r.title.strip(spaces).lower()
+            )
             if key in members:
                 self._add(r.id, key, r.contentHash)
             else:
@@ -247,13 +257,22 @@ class ConflictIndex:
 
     @staticmethod
     def _key(record: Record) -> str | None:
-        if (record.status is not Status.ACTIVE
-                or record.governance.verification is Verification.REJECTED):
+        if (
+            record.status is not Status.ACTIVE
+            or record.governance.verification is Verification.REJECTED
+        ):
             return None
         # Titles hold no control character: NUL cannot occur inside a part. (``_value_``: the
         # enum's ``value`` property and ``str()`` are Python calls, this a plain attribute.)
-        return (record.scope._value_ + "\0" + record.scopeKey + "\0" + record.type._value_
-                + "\0" + record.title.strip(JS_WHITESPACE).lower())
+        return (
+            record.scope._value_
+            + "\0"
+            + record.scopeKey
+            + "\0"
+            + record.type._value_
+            + "\0"
+            + record.title.strip(JS_WHITESPACE).lower()
+        )
 
     def _add(self, rid: str, key: str | None, content: str) -> None:
         if key is None:

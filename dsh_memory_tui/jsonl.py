@@ -115,8 +115,7 @@ def dirs_to_check(path: Path, root: Path | None = None) -> list[Path]:
     """``path`` and every directory between ``root`` and it (what ``check_dirs`` checks)."""
     out = [path]
     if root is not None and path.is_relative_to(root):
-        out += [root / parent for parent in path.relative_to(root).parents
-                if parent != Path(".")]
+        out += [root / parent for parent in path.relative_to(root).parents if parent != Path(".")]
     return out
 
 
@@ -383,7 +382,7 @@ class TailReader:
         if end:
             lines = data[skip:end].split(b"\n")
             lines.pop()
-            self._anchor = data[max(0, end - _ANCHOR_BYTES):end]
+            self._anchor = data[max(0, end - _ANCHOR_BYTES) : end]
         else:
             lines, end = [], skip
         first = self.line_count + 1
@@ -458,8 +457,10 @@ class SafeFile:
         data = b"".join(
             json.dumps(
                 {"line": line_no, "capturedAt": captured_at, "raw": raw},
-                ensure_ascii=False, separators=(",", ":"),
-            ).encode() + b"\n"
+                ensure_ascii=False,
+                separators=(",", ":"),
+            ).encode()
+            + b"\n"
             for line_no, raw in entries
         )
         _append_synced(self.corrupt_path, data, "quarantining")

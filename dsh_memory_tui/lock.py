@@ -122,9 +122,7 @@ class HostLock:
             return False
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise StoreError(
-                    "UNSAFE_PATH", f"{self.path}: is a symlink; refusing it"
-                ) from None
+                raise StoreError("UNSAFE_PATH", f"{self.path}: is a symlink; refusing it") from None
             if exc.errno == errno.ENOSPC:
                 raise StoreError("WRITE_FAILED", f"{self.path}: the disk is full") from None
             raise StoreError(
@@ -190,7 +188,8 @@ class HostLock:
         holder = found[0] if found else Holder(None, 0.0, None)
         hint = (
             f"; if no such process is writing, delete {self.path}"
-            if holder.alive is not True else ""
+            if holder.alive is not True
+            else ""
         )
         raise StoreError(
             "LOCK_TIMEOUT",

@@ -57,7 +57,11 @@ SERVED_SCOPES = tuple(s.value for s in Scope)
 # Where clients put the id of the model's tool call in a request's ``_meta`` (Claude Code,
 # Copilot, and the generic names some clients use). The first non-blank one is the event ref.
 TOOL_CALL_ID_KEYS = (
-    "claudecode/toolUseId", "copilot/toolCallId", "toolCallId", "tool_call_id", "callId",
+    "claudecode/toolUseId",
+    "copilot/toolCallId",
+    "toolCallId",
+    "tool_call_id",
+    "callId",
 )
 
 INSTRUCTIONS = (
@@ -112,7 +116,9 @@ def load_sdk() -> dict[str, Any]:
             raise missing_extra() from None
         raise missing_extra(f"mcp {version} is installed: {exc}") from None
     return {
-        "Context": Context, "MCPServer": MCPServer, "ToolError": ToolError,
+        "Context": Context,
+        "MCPServer": MCPServer,
+        "ToolError": ToolError,
         "ToolAnnotations": ToolAnnotations,
     }
 
@@ -171,24 +177,35 @@ class MemoryServer:
     ) -> str:
         """The host's ``proposeMemory`` and its answer."""
         # The host's assertProposalArgs, in its order, with its messages.
-        _host_check(scope is None or scope in PROPOSE_SCOPES,
-                    f"Memory proposal scope is invalid (scope {scope!r} is not project or "
-                    "session)")
-        _host_check(record_type in TYPES,
-                    f"Memory proposal type is invalid ({record_type!r} is not one of "
-                    f"{', '.join(TYPES)})")
-        _host_check(isinstance(title, str) and bool(js_trim(title)),
-                    "Memory proposal title is required")
-        _host_check(isinstance(content, str) and bool(js_trim(content)),
-                    "Memory proposal content is required")
-        _host_check(tags is None or (isinstance(tags, list)
-                                     and all(isinstance(t, str) for t in tags)),
-                    "Memory proposal tags are invalid (a list of strings)")
+        _host_check(
+            scope is None or scope in PROPOSE_SCOPES,
+            f"Memory proposal scope is invalid (scope {scope!r} is not project or session)",
+        )
+        _host_check(
+            record_type in TYPES,
+            f"Memory proposal type is invalid ({record_type!r} is not one of {', '.join(TYPES)})",
+        )
+        _host_check(
+            isinstance(title, str) and bool(js_trim(title)), "Memory proposal title is required"
+        )
+        _host_check(
+            isinstance(content, str) and bool(js_trim(content)),
+            "Memory proposal content is required",
+        )
+        _host_check(
+            tags is None or (isinstance(tags, list) and all(isinstance(t, str) for t in tags)),
+            "Memory proposal tags are invalid (a list of strings)",
+        )
         refs = [SourceRef(kind="event", id=call_id)] if call_id else []
         with self._lock:
             result = self.store.propose(
-                scope or "project", record_type, title, content, tags or [],
-                source_refs=refs, session=(self.session_id, None),
+                scope or "project",
+                record_type,
+                title,
+                content,
+                tags or [],
+                source_refs=refs,
+                session=(self.session_id, None),
             )
         saved = result.record
         return (
@@ -246,8 +263,11 @@ def build_server(memory: MemoryServer) -> Any:
     Context, MCPServer, ToolError = sdk["Context"], sdk["MCPServer"], sdk["ToolError"]
     ToolAnnotations = sdk["ToolAnnotations"]
     server = MCPServer(
-        SERVER_NAME, title="Workspace Memory", instructions=INSTRUCTIONS,
-        version=_version(), log_level="WARNING",
+        SERVER_NAME,
+        title="Workspace Memory",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
     )
 
     def run(call: Callable[[], str]) -> str:
@@ -262,73 +282,112 @@ def build_server(memory: MemoryServer) -> Any:
     # Arguments are typed Any with the schema written out, so that a wrong one is checked by
     # the host's rules (and answered with its message), not by pydantic's.
     text = {"type": "string"}
-    optional_scope = {"anyOf": [{"type": "string", "enum": list(SERVED_SCOPES)}, {"type": "null"}],
-                      "default": None}
-    optional_type = {"anyOf": [{"type": "string", "enum": list(TYPES)}, {"type": "null"}],
-                     "default": None}
+    optional_scope = {
+        "anyOf": [{"type": "string", "enum": list(SERVED_SCOPES)}, {"type": "null"}],
+        "default": None,
+    }
+    optional_type = {
+        "anyOf": [{"type": "string", "enum": list(TYPES)}, {"type": "null"}],
+        "default": None,
+    }
 
     @server.tool(
-        PROPOSE_TOOL, title="Propose workspace memory", description=PROPOSE_DESCRIPTION,
+        PROPOSE_TOOL,
+        title="Propose workspace memory",
+        description=PROPOSE_DESCRIPTION,
         structured_output=False,
         annotations=ToolAnnotations(
-            title="Propose workspace memory", read_only_hint=False, destructive_hint=False,
-            idempotent_hint=False, open_world_hint=False,
+            title="Propose workspace memory",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     )
     def propose(
-        type: Annotated[Any, Field(
-            description="Record type: decision, preference, convention, or fact.",
-            json_schema_extra={"type": "string", "enum": list(TYPES)},
-        )],
-        title: Annotated[Any, Field(
-            description="Short title (max 256 bytes).", json_schema_extra=text)],
-        content: Annotated[Any, Field(
-            description="Content (max 64 KiB).", json_schema_extra=text)],
+        type: Annotated[
+            Any,
+            Field(
+                description="Record type: decision, preference, convention, or fact.",
+                json_schema_extra={"type": "string", "enum": list(TYPES)},
+            ),
+        ],
+        title: Annotated[
+            Any, Field(description="Short title (max 256 bytes).", json_schema_extra=text)
+        ],
+        content: Annotated[Any, Field(description="Content (max 64 KiB).", json_schema_extra=text)],
         ctx: Context,
-        tags: Annotated[Any, Field(
-            description="Optional tags (at most 32, each at most 64 bytes).",
-            json_schema_extra={"type": "array", "items": text},
-        )] = None,
-        scope: Annotated[Any, Field(
-            description="Target scope: project (default) or session.",
-            json_schema_extra={"type": "string", "enum": list(PROPOSE_SCOPES)},
-        )] = None,
+        tags: Annotated[
+            Any,
+            Field(
+                description="Optional tags (at most 32, each at most 64 bytes).",
+                json_schema_extra={"type": "array", "items": text},
+            ),
+        ] = None,
+        scope: Annotated[
+            Any,
+            Field(
+                description="Target scope: project (default) or session.",
+                json_schema_extra={"type": "string", "enum": list(PROPOSE_SCOPES)},
+            ),
+        ] = None,
     ) -> str:
         call_id = tool_call_id(ctx.request_context.meta)
         return run(lambda: memory.propose(type, title, content, tags, scope, call_id))
 
     @server.tool(
-        SEARCH_TOOL, title="Search verified workspace memory", description=SEARCH_DESCRIPTION,
-        structured_output=False, annotations=read_only("Search verified workspace memory"),
+        SEARCH_TOOL,
+        title="Search verified workspace memory",
+        description=SEARCH_DESCRIPTION,
+        structured_output=False,
+        annotations=read_only("Search verified workspace memory"),
     )
     def search(
-        query: Annotated[Any, Field(
-            description="What to look for (max 256 bytes).", json_schema_extra=text)],
-        scope: Annotated[Any, Field(
-            description="Only this scope: session, project, shared-project or user.",
-            json_schema_extra=optional_scope,
-        )] = None,
-        type: Annotated[Any, Field(
-            description="Only this type: decision, preference, convention, or fact.",
-            json_schema_extra=optional_type,
-        )] = None,
-        limit: Annotated[Any, Field(
-            description="At most this many records (1-100; default 100).",
-            json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1, "maximum": 100},
-                                         {"type": "null"}], "default": None},
-        )] = None,
+        query: Annotated[
+            Any, Field(description="What to look for (max 256 bytes).", json_schema_extra=text)
+        ],
+        scope: Annotated[
+            Any,
+            Field(
+                description="Only this scope: session, project, shared-project or user.",
+                json_schema_extra=optional_scope,
+            ),
+        ] = None,
+        type: Annotated[
+            Any,
+            Field(
+                description="Only this type: decision, preference, convention, or fact.",
+                json_schema_extra=optional_type,
+            ),
+        ] = None,
+        limit: Annotated[
+            Any,
+            Field(
+                description="At most this many records (1-100; default 100).",
+                json_schema_extra={
+                    "anyOf": [{"type": "integer", "minimum": 1, "maximum": 100}, {"type": "null"}],
+                    "default": None,
+                },
+            ),
+        ] = None,
     ) -> str:
         return run(lambda: memory.search(query, scope, type, limit))
 
     @server.tool(
-        LIST_TOOL, title="List verified workspace memory", description=LIST_DESCRIPTION,
-        structured_output=False, annotations=read_only("List verified workspace memory"),
+        LIST_TOOL,
+        title="List verified workspace memory",
+        description=LIST_DESCRIPTION,
+        structured_output=False,
+        annotations=read_only("List verified workspace memory"),
     )
     def list_memory(
-        scope: Annotated[Any, Field(
-            description="Only this scope: session, project, shared-project or user.",
-            json_schema_extra=optional_scope,
-        )] = None,
+        scope: Annotated[
+            Any,
+            Field(
+                description="Only this scope: session, project, shared-project or user.",
+                json_schema_extra=optional_scope,
+            ),
+        ] = None,
     ) -> str:
         return run(lambda: memory.list_records(scope))
 
@@ -339,13 +398,16 @@ def build_server(memory: MemoryServer) -> Any:
         return read
 
     server.resource(
-        RESOURCE_URI, name="verified-memory", title="Verified workspace memory",
+        RESOURCE_URI,
+        name="verified-memory",
+        title="Verified workspace memory",
         description="Every record a human verified that this server serves, as Markdown.",
         mime_type="text/markdown",
     )(resource(None))
     for scope in memory.audience.scopes():
         server.resource(
-            f"{RESOURCE_URI}/{scope.value}", name=f"verified-memory-{scope.value}",
+            f"{RESOURCE_URI}/{scope.value}",
+            name=f"verified-memory-{scope.value}",
             title=f"Verified {scope.value} memory",
             description=f"The verified {scope.value} records this server serves, as Markdown.",
             mime_type="text/markdown",
@@ -365,8 +427,10 @@ def session_id_for(session: str | None) -> str:
     """
     value = session or os.environ.get("DSH_SESSION_ID") or f"mcp-{uuid.uuid4()}"
     if not text_ok(value, MAX_ID_BYTES) or "|" in value:
-        raise StoreError("USAGE", f"session id {value!r} is not a usable id (1-256 bytes, no "
-                         "control character or '|')")
+        raise StoreError(
+            "USAGE",
+            f"session id {value!r} is not a usable id (1-256 bytes, no control character or '|')",
+        )
     return value
 
 
@@ -392,6 +456,7 @@ def serve(
     print(
         f"dsh-memory mcp: workspace {store.paths.workspace}, user {store.user_id}, session "
         f"{memory.session_id}{', shared-project included' if include_shared else ''}",
-        file=sys.stderr, flush=True,
+        file=sys.stderr,
+        flush=True,
     )
     server.run("stdio")

@@ -252,8 +252,6 @@ def _share_shapes(record: Record) -> Record:
     return record
 
 
-
-
 # Safe integers (JavaScript's Number.isSafeInteger, >= 0), checked in pydantic's Rust core.
 SafeInt = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
 Revision = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
@@ -491,10 +489,14 @@ def legacy_governance(record: Record) -> Governance:
         ref_kind = "import" if kind is ProvenanceKind.IMPORT else "session"
         refs.append(SourceRef(kind=ref_kind, id=prov.sessionId or record.id))
     gov: dict[str, Any] = {
-        "origin": Origin.USER_AUTHORED if kind is ProvenanceKind.USER
-        else Origin.IMPORTED if kind is ProvenanceKind.IMPORT else Origin.DERIVED,
+        "origin": Origin.USER_AUTHORED
+        if kind is ProvenanceKind.USER
+        else Origin.IMPORTED
+        if kind is ProvenanceKind.IMPORT
+        else Origin.DERIVED,
         "sourceRefs": refs,
-        "verification": Verification.VERIFIED if kind is ProvenanceKind.USER
+        "verification": Verification.VERIFIED
+        if kind is ProvenanceKind.USER
         else Verification.UNVERIFIED,
     }
     if kind is ProvenanceKind.USER:
@@ -515,9 +517,7 @@ def _fill_legacy(record: Record) -> Record:
 def is_expired(record: Record, now: int) -> bool:
     g = record.governance
     return (
-        g.verification is Verification.VERIFIED
-        and g.expiresAt is not None
-        and g.expiresAt <= now
+        g.verification is Verification.VERIFIED and g.expiresAt is not None and g.expiresAt <= now
     )
 
 
@@ -588,10 +588,16 @@ def _fast_ok(record: Record, line: bytes | None = None) -> bool:
         and (key.isascii() or _bytes_ok(key, MAX_SCOPE_KEY_BYTES))
         and len(content) <= MAX_CONTENT_BYTES
         and (len(content) <= MAX_CONTENT_BYTES // 4 or _bytes_ok(content, MAX_CONTENT_BYTES))
-        and (not tags or max(map(len, tags)) <= MAX_TAG_BYTES // 4
-             or all(_bytes_ok(t, MAX_TAG_BYTES) for t in tags))
-        and (not ref_ids or max(map(len, ref_ids)) <= MAX_ID_BYTES // 4
-             or all(_bytes_ok(i, MAX_ID_BYTES) for i in ref_ids))
+        and (
+            not tags
+            or max(map(len, tags)) <= MAX_TAG_BYTES // 4
+            or all(_bytes_ok(t, MAX_TAG_BYTES) for t in tags)
+        )
+        and (
+            not ref_ids
+            or max(map(len, ref_ids)) <= MAX_ID_BYTES // 4
+            or all(_bytes_ok(i, MAX_ID_BYTES) for i in ref_ids)
+        )
         and (session is None or _bytes_ok(session, MAX_ID_BYTES))
         and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
         and d["updatedAt"] >= d["createdAt"]
@@ -742,9 +748,7 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
     """The host's verdict on a parsed JSON value, in the host's order of checks."""
     if isinstance(obj, dict) and location is not None:
         key = obj.get("scopeKey")
-        if obj.get("scope") == location.scope.value and type(key) is str and not location.owns(
-            key
-        ):
+        if obj.get("scope") == location.scope.value and type(key) is str and not location.owns(key):
             return ForeignLine(key, _str_or_none(obj.get("id")), _str_or_none(obj.get("title")))
     if _is_object(obj):
         version = obj.get("schemaVersion") if isinstance(obj, dict) else None
@@ -752,7 +756,9 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
             if not _js_safe_integer(version):
                 raise RecordInvalid("Memory record schema is invalid", "schemaVersion is not 1")
             return FutureLine(
-                int(version), _str_or_none(obj.get("id")), _str_or_none(obj.get("title")),
+                int(version),
+                _str_or_none(obj.get("id")),
+                _str_or_none(obj.get("title")),
                 _str_or_none(obj.get("scopeKey")),
             )
     if not isinstance(obj, dict):
@@ -760,8 +766,9 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
     obj["schemaVersion"] = SCHEMA_VERSION
     _need_text(obj.get("id"), MAX_ID_BYTES, "Memory id")
     scope = obj.get("scope")
-    if scope not in _SCOPES or (location is not None and (
-        scope != location.scope.value or not location.owns(obj.get("scopeKey")))
+    if scope not in _SCOPES or (
+        location is not None
+        and (scope != location.scope.value or not location.owns(obj.get("scopeKey")))
     ):
         raise RecordInvalid(
             "Memory record scope does not match this store",
@@ -806,9 +813,7 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
     _need_text(obj.get("contentHash"), 80, "Memory content hash")
     h = obj["contentHash"]
     if not _HASH.fullmatch(h) or h != content_hash(obj["content"]):
-        raise RecordInvalid(
-            "Memory content hash is invalid", "not the sha256 of the content"
-        )
+        raise RecordInvalid("Memory content hash is invalid", "not the sha256 of the content")
     if "governance" in obj:
         obj["governance"] = _validate_governance(obj["governance"])
     return _fill_legacy(_share_shapes(Record.model_validate(obj)))
@@ -846,9 +851,7 @@ def decode_js(line: bytes) -> str:
     return line.decode("utf-8", "replace")
 
 
-def parse_line(
-    line: bytes, location: Location | None = None
-) -> Record | FutureLine | ForeignLine:
+def parse_line(line: bytes, location: Location | None = None) -> Record | FutureLine | ForeignLine:
     """The host's verdict on one physical line (newline excluded or included).
 
     Returns a validated ``Record``, a ``FutureLine`` or a ``ForeignLine``; raises
@@ -1029,7 +1032,8 @@ def record_from_json(obj: Any, location: Location | None = None) -> Record:
     if not isinstance(result, Record):
         raise RecordInvalid(
             "Memory record schema is unsupported"
-            if isinstance(result, FutureLine) else "Memory record scope does not match this store"
+            if isinstance(result, FutureLine)
+            else "Memory record scope does not match this store"
         )
     return result
 

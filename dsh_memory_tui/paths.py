@@ -119,7 +119,6 @@ class StorePaths:
     def workspace_memory_dir(self) -> Path:
         return self.workspace / ".dsh" / MEMORY_DIR
 
-
     def session_file(self, session_id: str, root: str | None = None) -> StoreFile:
         """A session's file; ``root`` defaults to this workspace's rootId."""
         key = session_scope_key(session_id, root or self.root_id)

@@ -27,8 +27,13 @@ def tags_text(tags: Iterable[str]) -> str:
     return ", ".join(tags) or "(none)"
 
 
-_UNITS = ((86_400_000 * 365, "year"), (86_400_000 * 30, "month"), (86_400_000, "day"),
-          (3_600_000, "hour"), (60_000, "minute"))
+_UNITS = (
+    (86_400_000 * 365, "year"),
+    (86_400_000 * 30, "month"),
+    (86_400_000, "day"),
+    (3_600_000, "hour"),
+    (60_000, "minute"),
+)
 
 
 def relative(ms: int, now: int) -> str:
@@ -58,11 +63,13 @@ MARKER_HELP = f"{PINNED_MARK} pinned  {EXPIRED_MARK} expired (stale)  {CONFLICT_
 
 def markers(record: Record, now: int, conflict: bool = False) -> str:
     """The table's marker cell: pinned, expired, open conflict."""
-    return "".join((
-        PINNED_MARK if record.governance.pinned else "",
-        EXPIRED_MARK if expired_at(record, now) else "",
-        CONFLICT_MARK if conflict else "",
-    ))
+    return "".join(
+        (
+            PINNED_MARK if record.governance.pinned else "",
+            EXPIRED_MARK if expired_at(record, now) else "",
+            CONFLICT_MARK if conflict else "",
+        )
+    )
 
 
 def record_facts(
@@ -86,8 +93,11 @@ def record_facts(
         if g.verifiedBy:
             verification += f" by {g.verifiedBy}"
     if g.verification is Verification.STALE:
-        verification += (" (its verification expired; re-verify it)" if expired_at(record, now)
-                         else " (changed since it was verified; re-verify it)")
+        verification += (
+            " (its verification expired; re-verify it)"
+            if expired_at(record, now)
+            else " (changed since it was verified; re-verify it)"
+        )
     prov = p.kind.value
     if p.sessionId:
         prov += f", session {p.sessionId}"
@@ -107,14 +117,19 @@ def record_facts(
         rows.append(("confidence", g.confidence))
     rows += [("revision", str(g.revision)), ("retention", g.retention.value)]
     if g.pinnedAt is not None:
-        rows.append(("pinned", f"at {when(g.pinnedAt)} by {g.pinnedBy or '?'}"
-                     " (served to the agent first)"))
+        rows.append(
+            ("pinned", f"at {when(g.pinnedAt)} by {g.pinnedBy or '?'} (served to the agent first)")
+        )
     elif record.status is Status.ACTIVE and g.verification is Verification.VERIFIED:
         rows.append(("pinned", "no"))
     if g.expiresAt is not None:
         if expired_at(record, now):
-            rows.append(("expires", f"expired {relative(g.expiresAt, now)} "
-                         f"({when(g.expiresAt)}): shown stale"))
+            rows.append(
+                (
+                    "expires",
+                    f"expired {relative(g.expiresAt, now)} ({when(g.expiresAt)}): shown stale",
+                )
+            )
         else:
             rows.append(("expires", f"{relative(g.expiresAt, now)} ({when(g.expiresAt)})"))
     if conflict_group is not None or g.conflictGroup is not None:
@@ -123,8 +138,11 @@ def record_facts(
         if rivals:
             text += f" ({rivals} other active version{'s' if rivals != 1 else ''})"
         rows.append(("conflict", text))
-    used = "never" if not record.useCount else (
-        f"{record.useCount} time{'s' if record.useCount != 1 else ''}")
+    used = (
+        "never"
+        if not record.useCount
+        else (f"{record.useCount} time{'s' if record.useCount != 1 else ''}")
+    )
     if record.lastUsedAt is not None:
         used += f", last {relative(record.lastUsedAt, now)} ({when(record.lastUsedAt)})"
     rows += [

@@ -44,11 +44,13 @@ def copy_fixtures(root: Path) -> tuple[Path, Path]:
     """The fixture tree installed as the tests install it (placeholders filled in)."""
     dirs = make_case_dirs(root / "host")
     dirs.root_id = FIXED_ROOT
-    dirs.mapping.update({
-        "__ROOT_ID__": FIXED_ROOT,
-        "__ROOT_ID_UPPERCASE__": FIXED_ROOT.upper(),
-        "__SCOPEKEY_SHA16__": scope_key_sha16(f"session-abc|{FIXED_ROOT}"),
-    })
+    dirs.mapping.update(
+        {
+            "__ROOT_ID__": FIXED_ROOT,
+            "__ROOT_ID_UPPERCASE__": FIXED_ROOT.upper(),
+            "__SCOPEKEY_SHA16__": scope_key_sha16(f"session-abc|{FIXED_ROOT}"),
+        }
+    )
     install_tree(FIXTURES / "host" / "home", dirs.home, dirs)
     install_tree(FIXTURES / "host" / "workspace", dirs.workspace, dirs)
     return dirs.home, dirs.workspace
@@ -63,25 +65,52 @@ def add_conflict(ws: Path) -> None:
     data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
     lines = []
     for rid, title, content, verification, at in (
-        ("memory:lint-a", "Lint with ruff", "CI runs `ruff check`.\nFormatting: black.\n"
-         "Line length 100.", "verified", 1764000200000),
-        ("memory:lint-b", "lint with Ruff", "CI runs `ruff check`.\nFormatting: `ruff format`."
-         "\nLine length 100.\nNo isort.", "unverified", 1764000300000),
+        (
+            "memory:lint-a",
+            "Lint with ruff",
+            "CI runs `ruff check`.\nFormatting: black.\nLine length 100.",
+            "verified",
+            1764000200000,
+        ),
+        (
+            "memory:lint-b",
+            "lint with Ruff",
+            "CI runs `ruff check`.\nFormatting: `ruff format`.\nLine length 100.\nNo isort.",
+            "unverified",
+            1764000300000,
+        ),
     ):
-        gov = {"origin": "model-suggested", "sourceRefs": [{"kind": "session", "id": "s1"}],
-               "verification": verification}
+        gov = {
+            "origin": "model-suggested",
+            "sourceRefs": [{"kind": "session", "id": "s1"}],
+            "verification": verification,
+        }
         if verification == "verified":
             gov |= {"verifiedAt": at, "verifiedBy": "user"}
         gov |= {"revision": 1, "retention": "project-delete"}
         if rid.endswith("b"):
             gov["conflictGroup"] = "conflict:6f031ee6a2ab8b4bc974bdea"
-        lines.append(json.dumps({
-            "schemaVersion": 1, "id": rid, "scope": "project", "scopeKey": FIXED_ROOT,
-            "type": "convention", "title": title, "content": content, "tags": ["ci"],
-            "provenance": {"kind": "agent", "sessionId": "s1", "note": "memory proposal"},
-            "createdAt": at, "updatedAt": at, "useCount": 0, "contentHash": content_hash(content),
-            "status": "active", "governance": gov,
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "schemaVersion": 1,
+                    "id": rid,
+                    "scope": "project",
+                    "scopeKey": FIXED_ROOT,
+                    "type": "convention",
+                    "title": title,
+                    "content": content,
+                    "tags": ["ci"],
+                    "provenance": {"kind": "agent", "sessionId": "s1", "note": "memory proposal"},
+                    "createdAt": at,
+                    "updatedAt": at,
+                    "useCount": 0,
+                    "contentHash": content_hash(content),
+                    "status": "active",
+                    "governance": gov,
+                }
+            )
+        )
     with open(data, "a") as f:
         f.write("".join(line + "\n" for line in lines))
 
@@ -107,8 +136,10 @@ async def shoot(out: Path) -> None:
             app.pane("project").table.move_cursor_to_key(DECISION)
             # Wide enough for the detail pane to sit beside the table, history in full.
             await pilot.resize_terminal(150, 40)
-            await wait_until(pilot, lambda: app.has_class("wide")
-                             and "History" in app.pane("project").detail.text)
+            await wait_until(
+                pilot,
+                lambda: app.has_class("wide") and "History" in app.pane("project").detail.text,
+            )
             await pilot.pause(0.3)
             app.save_screenshot("record-history.svg", str(out))
             await pilot.resize_terminal(*SIZE)
@@ -125,8 +156,9 @@ async def shoot(out: Path) -> None:
             await pilot.press("I")
             await wait_until(pilot, lambda: isinstance(app.screen, ImportDialog))
             dialog = app.screen
-            dialog.query_one("#path", Input).value = str(FIXTURES / "bundles" /
-                                                         "one-invalid-record.json")
+            dialog.query_one("#path", Input).value = str(
+                FIXTURES / "bundles" / "one-invalid-record.json"
+            )
             dialog.query_one("#target", Select).value = Scope.USER
             await pilot.click("#preview")
             await pilot.pause(0.3)

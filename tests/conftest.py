@@ -63,12 +63,25 @@ def run_cli(
     ``env`` adds to (or overrides) the current environment.
     """
     cmd = [
-        sys.executable, "-m", "dsh_memory_tui.cli",
-        "--home", str(home), "--workspace", str(workspace), "--user", user, *args,
+        sys.executable,
+        "-m",
+        "dsh_memory_tui.cli",
+        "--home",
+        str(home),
+        "--workspace",
+        str(workspace),
+        "--user",
+        user,
+        *args,
     ]
     full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
     return subprocess.run(
-        cmd, input=input, capture_output=True, text=True, env=full_env, timeout=CLI_TIMEOUT_S,
+        cmd,
+        input=input,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=CLI_TIMEOUT_S,
         cwd=str(workspace) if Path(workspace).is_dir() else None,
     )
 

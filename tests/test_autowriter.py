@@ -30,9 +30,17 @@ SEED_CONTENT = (
     "Modified: src/util.ts\n"
     "Artifacts: 2 — out/data.json, out/report.md."
 )
-SEED_DIGEST_HASH = sha256_hex(json.dumps(
-    {"created": ["out/report.md", "out/data.json"], "modified": ["src/util.ts"], "deleted": [],
-     "artifacts": ["out/data.json", "out/report.md"]}, separators=(",", ":")))[:24]
+SEED_DIGEST_HASH = sha256_hex(
+    json.dumps(
+        {
+            "created": ["out/report.md", "out/data.json"],
+            "modified": ["src/util.ts"],
+            "deleted": [],
+            "artifacts": ["out/data.json", "out/report.md"],
+        },
+        separators=(",", ":"),
+    )
+)[:24]
 
 
 class FakeClock:
@@ -95,7 +103,11 @@ def event(
     ok: bool = True,
 ) -> dict[str, Any]:
     return {
-        "sessionId": session, "rootId": root, "seq": seq, "cwd": str(cwd), "tool": "edit",
+        "sessionId": session,
+        "rootId": root,
+        "seq": seq,
+        "cwd": str(cwd),
+        "tool": "edit",
         "ok": ok,
         "files": [
             {"path": f[0], "op": f[1], "artifact": f[2] if len(f) > 2 else False}  # type: ignore[misc]
@@ -149,10 +161,10 @@ def host_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def digest_key(created: list[str], modified: list[str], deleted: list[str],
-               artifacts: list[str]) -> str:
-    payload = {"created": created, "modified": modified, "deleted": deleted,
-               "artifacts": artifacts}
+def digest_key(
+    created: list[str], modified: list[str], deleted: list[str], artifacts: list[str]
+) -> str:
+    payload = {"created": created, "modified": modified, "deleted": deleted, "artifacts": artifacts}
     return sha256_hex(host_json(payload))[:24]
 
 
@@ -169,16 +181,32 @@ def test_the_seed_events_give_the_hosts_digest_byte_for_byte(
     scope_key = f"session-abc|{root}"
     # The line exactly as the host's writeAutoFact writes it: its keys in its order.
     expected = {
-        "schemaVersion": 1, "id": seed_id(workspace), "scope": "session", "scopeKey": scope_key,
-        "type": "fact", "title": "Session workspace digest (auto)", "content": SEED_CONTENT,
+        "schemaVersion": 1,
+        "id": seed_id(workspace),
+        "scope": "session",
+        "scopeKey": scope_key,
+        "type": "fact",
+        "title": "Session workspace digest (auto)",
+        "content": SEED_CONTENT,
         "tags": ["auto", "workspace"],
-        "provenance": {"kind": "tool", "sessionId": "session-abc", "eventSeq": 42,
-                       "note": "workspace auto-writer"},
-        "createdAt": line["createdAt"], "updatedAt": line["createdAt"], "useCount": 0,
-        "contentHash": content_hash(SEED_CONTENT), "status": "active",
-        "governance": {"origin": "derived", "sourceRefs": [
-            {"kind": "session", "id": "session-abc"}, {"kind": "event", "id": "42"}],
-            "verification": "unverified", "revision": 1, "retention": "session-end"},
+        "provenance": {
+            "kind": "tool",
+            "sessionId": "session-abc",
+            "eventSeq": 42,
+            "note": "workspace auto-writer",
+        },
+        "createdAt": line["createdAt"],
+        "updatedAt": line["createdAt"],
+        "useCount": 0,
+        "contentHash": content_hash(SEED_CONTENT),
+        "status": "active",
+        "governance": {
+            "origin": "derived",
+            "sourceRefs": [{"kind": "session", "id": "session-abc"}, {"kind": "event", "id": "42"}],
+            "verification": "unverified",
+            "revision": 1,
+            "retention": "session-end",
+        },
     }
     assert raw == (host_json(expected) + "\n").encode()
     assert isinstance(parse_line(raw, Location(Scope.SESSION, scope_key)), Record)
@@ -196,10 +224,15 @@ def test_the_id_hashes_the_path_lists_and_the_scope_key(
     [line] = session_lines(home)
     assert (line["scope"], line["scopeKey"], line["type"]) == ("session", "s1|r1", "fact")
     assert line["provenance"] == {
-        "kind": "tool", "sessionId": "s1", "eventSeq": 9, "note": "workspace auto-writer",
+        "kind": "tool",
+        "sessionId": "s1",
+        "eventSeq": 9,
+        "note": "workspace auto-writer",
     }
     assert line["governance"]["sourceRefs"] == [
-        {"kind": "session", "id": "s1"}, {"kind": "event", "id": "9"}]
+        {"kind": "session", "id": "s1"},
+        {"kind": "event", "id": "9"},
+    ]
 
 
 def test_each_path_counts_by_its_latest_operation_in_first_touched_order(
@@ -210,8 +243,15 @@ def test_each_path_counts_by_its_latest_operation_in_first_touched_order(
     writer.on_tool_result(event(2, workspace, ("src/c.py", "modify"), ("src/d.py", "modify")))
     writer.on_tool_result(event(3, workspace, ("src/e.py", "delete"), ("src/f.py", "delete")))
     # Outside the workspace, or with a ".." anywhere: dropped, as the host drops them.
-    writer.on_tool_result(event(4, workspace, (str(outside), "modify"),
-                                ("../other/x.md", "modify"), ("src/../g.py", "create")))
+    writer.on_tool_result(
+        event(
+            4,
+            workspace,
+            (str(outside), "modify"),
+            ("../other/x.md", "modify"),
+            ("src/../g.py", "create"),
+        )
+    )
     writer.on_tool_result(event(5, workspace, ("src/a.py", "modify"), ("./src/b.py", "delete")))
     writer.on_tool_result(event(6, workspace, (str(workspace / "src/c.py"), "delete")))
     writer.on_tool_result(event(7, workspace, ("src/f.py", "create")))
@@ -251,9 +291,17 @@ def test_artifacts_are_the_files_created_in_the_session_in_locale_order(
     writer: AutoWriter, clock: FakeClock, home: Path, workspace: Path
 ) -> None:
     # The artifact flag is not read (the host has none); deleted created files stay artifacts.
-    writer.on_tool_result(event(1, workspace, ("report.pdf", "modify", True),
-                                ("notes.md", "create"), ("B.md", "create", True),
-                                ("é.txt", "create"), ("a.md", "create")))
+    writer.on_tool_result(
+        event(
+            1,
+            workspace,
+            ("report.pdf", "modify", True),
+            ("notes.md", "create"),
+            ("B.md", "create", True),
+            ("é.txt", "create"),
+            ("a.md", "create"),
+        )
+    )
     writer.on_tool_result(event(2, workspace, ("tmp.bin", "create", True)))
     writer.on_tool_result(event(3, workspace, ("tmp.bin", "delete"), ("notes.md", "modify")))
     assert written_content(writer, clock, home) == (
@@ -301,8 +349,10 @@ def test_the_same_paths_at_a_later_event_merge_that_event_in(
     assert [line["id"] for line in lines] == [first, first]
     assert [line["governance"]["revision"] for line in lines] == [1, 2]
     assert lines[1]["governance"]["sourceRefs"] == [
-        {"kind": "session", "id": "s1"}, {"kind": "event", "id": "1"},
-        {"kind": "event", "id": "5"}]
+        {"kind": "session", "id": "s1"},
+        {"kind": "event", "id": "1"},
+        {"kind": "event", "id": "5"},
+    ]
     # The host merges only the refs: provenance (its eventSeq) stays the first write's.
     assert lines[1]["provenance"]["eventSeq"] == 1
     assert lines[1]["createdAt"] == lines[0]["createdAt"] < lines[1]["updatedAt"]
@@ -553,14 +603,18 @@ def test_a_malformed_event_is_skipped_with_a_debug_line(
 
 
 def test_a_malformed_object_is_skipped_too(writer: AutoWriter, workspace: Path) -> None:
-    writer.on_tool_result({"sessionId": 5, "rootId": "r", "seq": 1, "cwd": str(workspace),
-                           "ok": True})
+    writer.on_tool_result(
+        {"sessionId": 5, "rootId": "r", "seq": 1, "cwd": str(workspace), "ok": True}
+    )
     writer.on_tool_result(None)  # type: ignore[arg-type]
     assert writer.due() is None
 
 
 def test_a_cwd_that_does_not_exist_is_skipped(
-    writer: AutoWriter, clock: FakeClock, home: Path, tmp_path: Path,
+    writer: AutoWriter,
+    clock: FakeClock,
+    home: Path,
+    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=LOGGER)
@@ -616,7 +670,11 @@ def test_a_read_only_store_is_skipped(
 
 @pytest.mark.parametrize("damage", ["directory", "symlink"])
 def test_a_damaged_store_is_skipped(
-    writer: AutoWriter, home: Path, workspace: Path, tmp_path: Path, damage: str,
+    writer: AutoWriter,
+    home: Path,
+    workspace: Path,
+    tmp_path: Path,
+    damage: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=LOGGER)
@@ -648,8 +706,9 @@ def held_lock(home: Path) -> Iterator[Path]:
         "print('locked', flush=True)\nsys.stdin.read()\n"
         f"os.unlink({str(lock_path)!r})\n"
     )
-    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "locked"
@@ -661,7 +720,10 @@ def held_lock(home: Path) -> Iterator[Path]:
 
 
 def test_a_lock_timeout_is_skipped(
-    held_lock: Path, home: Path, workspace: Path, clock: FakeClock,
+    held_lock: Path,
+    home: Path,
+    workspace: Path,
+    clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=LOGGER)
@@ -707,8 +769,9 @@ def test_cli_writes_one_digest_per_session_after_a_burst(home: Path, workspace: 
     lines = []
     for seq in range(200):
         session = "A" if seq % 2 else "B"
-        lines.append(json.dumps(event(seq, workspace, (f"{session}/{seq % 9}", "modify"),
-                                      session=session)))
+        lines.append(
+            json.dumps(event(seq, workspace, (f"{session}/{seq % 9}", "modify"), session=session))
+        )
     events = workspace / "events.jsonl"
     events.write_text("\n".join(lines) + "\n")
     _no_noise(run_cli(home, workspace, "auto-write", "--events", str(events)))
@@ -730,7 +793,11 @@ def test_cli_failures_are_silent_malformed_lines_and_bad_cwd(
     home: Path, workspace: Path, tmp_path: Path
 ) -> None:
     lines = [
-        "garbage", "{}", '{"sessionId": "s1"}', "[]", "\x00\x01",
+        "garbage",
+        "{}",
+        '{"sessionId": "s1"}',
+        "[]",
+        "\x00\x01",
         json.dumps(event(1, tmp_path / "missing", ("a.txt", "create"))),
         json.dumps(event(2, "not/absolute", ("a.txt", "create"))),
         '{"sessionId": "s1", "rootId": "r1", "seq": 3, "cwd": "/", "ok": true, "files": [{"path"',
@@ -758,22 +825,37 @@ def test_cli_failures_are_silent_store_problems(
         request.getfixturevalue("held_lock")
         env["DSH_LOCK_TIMEOUT"] = "0.1"
     before = sorted(p.name for p in session_path(home).parent.glob("*")) if home.exists() else []
-    result = run_cli(target_home, workspace, "auto-write", env=env,
-                     input=json.dumps(event(1, workspace, ("a.txt", "create"))) + "\n")
+    result = run_cli(
+        target_home,
+        workspace,
+        "auto-write",
+        env=env,
+        input=json.dumps(event(1, workspace, ("a.txt", "create"))) + "\n",
+    )
     _no_noise(result)
     assert result.stdout == ""
     after = sorted(p.name for p in session_path(home).parent.glob("*")) if home.exists() else []
-    assert [n for n in after if n.endswith(".jsonl")] == [
-        n for n in before if n.endswith(".jsonl")
-    ]
+    assert [n for n in after if n.endswith(".jsonl")] == [n for n in before if n.endswith(".jsonl")]
 
 
 def _start(home: Path, workspace: Path, *args: str) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(home), "--workspace",
-           str(workspace), "--user", "alice", "auto-write", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dsh_memory_tui.cli",
+        "--home",
+        str(home),
+        "--workspace",
+        str(workspace),
+        "--user",
+        "alice",
+        "auto-write",
+        *args,
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+    return subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
 
 
 def _append(path: Path, *events: dict[str, Any]) -> None:
@@ -845,9 +927,7 @@ def test_cli_writes_the_pending_digest_on_a_signal(
     )
 
 
-def test_cli_events_file_that_does_not_exist_is_a_usage_error(
-    home: Path, workspace: Path
-) -> None:
+def test_cli_events_file_that_does_not_exist_is_a_usage_error(home: Path, workspace: Path) -> None:
     result = run_cli(home, workspace, "auto-write", "--events", str(workspace / "nope.jsonl"))
     assert result.returncode == 2
     assert result.stderr.startswith("error[USAGE]:")

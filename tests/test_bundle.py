@@ -60,9 +60,15 @@ def bundle_file(tmp_path: Path, name: str, root: str = EXPORTED_FROM) -> Path:
 def record_json(title: str, content: str, **over: object) -> dict[str, object]:
     """A valid project record as a bundle holds it."""
     rec = make_record(
-        scope=Scope.PROJECT, scope_key=EXPORTED_FROM, record_type=RecordType.FACT, title=title,
-        content=content, tags=["t"], provenance=Provenance(kind=ProvenanceKind.USER),
-        origin=Origin.USER_AUTHORED, source_refs=[],
+        scope=Scope.PROJECT,
+        scope_key=EXPORTED_FROM,
+        record_type=RecordType.FACT,
+        title=title,
+        content=content,
+        tags=["t"],
+        provenance=Provenance(kind=ProvenanceKind.USER),
+        origin=Origin.USER_AUTHORED,
+        source_refs=[],
     ).to_json()
     rec.update(over)
     return rec
@@ -76,8 +82,9 @@ def assert_host_valid(store: MemoryStore, scope: str, session: object = None) ->
 
 
 def bundle_bytes(*records: object, **top: object) -> bytes:
-    return json.dumps({"schemaVersion": 1, "exportedAt": 1, "records": list(records),
-                       **top}).encode()
+    return json.dumps(
+        {"schemaVersion": 1, "exportedAt": 1, "records": list(records), **top}
+    ).encode()
 
 
 def store_bytes(store: MemoryStore) -> dict[str, bytes]:
@@ -133,8 +140,11 @@ def test_export_writes_complete_governance_for_an_older_hosts_record(
         "retention": "project-delete",
     }
     # ... written into the bundle only: the store line stays as the older host wrote it.
-    (line,) = [line for line in alice_store.paths.project_file().path.read_text().splitlines()
-               if "(legacy record)" in line]
+    (line,) = [
+        line
+        for line in alice_store.paths.project_file().path.read_text().splitlines()
+        if "(legacy record)" in line
+    ]
     assert '"governance"' not in line
     hinted = next(r for r in records if "hostHints" in r)  # unknown fields go out unchanged
     assert hinted["title"] == "Prefer pathlib over os.path"
@@ -223,15 +233,21 @@ def test_round_trip_into_an_empty_workspace(
         g = record.governance
         assert re.fullmatch(f"memory:import:{UUID}", record.id)  # the host's import ids
         assert (record.scope, record.scopeKey) == (Scope.PROJECT, empty_store.paths.root_id)
-        assert (g.origin, g.verification, g.revision) == (Origin.IMPORTED,
-                                                          Verification.UNVERIFIED, 1)
+        assert (g.origin, g.verification, g.revision) == (
+            Origin.IMPORTED,
+            Verification.UNVERIFIED,
+            1,
+        )
         assert g.retention.value == "project-delete" and record.status is Status.ACTIVE
         assert record.provenance.kind is ProvenanceKind.IMPORT
         # Theirs, then the original record (SPEC 7): kinds the host allows.
         *theirs, mine = [s.model_dump(exclude_unset=True) for s in g.sourceRefs]
         original = by_id[mine["id"]]
-        assert mine == {"kind": "import", "id": original["id"],
-                        "contentHash": original["contentHash"]}
+        assert mine == {
+            "kind": "import",
+            "id": original["id"],
+            "contentHash": original["contentHash"],
+        }
         assert theirs == original["governance"]["sourceRefs"]
     assert len(empty_store.review_queue()) == len(imported)
     assert any(r.model_extra.get("hostHints") for r in imported)  # unknown fields kept
@@ -279,8 +295,12 @@ def test_apply_rechecks_duplicates_under_the_lock(empty_store: MemoryStore, tmp_
     plan = plan_import(empty_store, bundle_file(tmp_path, "valid.json"), "project")
     # Another writer adds the same content between the plan and the apply.
     other = MemoryStore.open(empty_store.paths.home, empty_store.paths.workspace, "carol")
-    made = other.create("project", "decision", "Same",
-                        "We use PostgreSQL 16 with pgbouncer. SQLite only in unit tests.")
+    made = other.create(
+        "project",
+        "decision",
+        "Same",
+        "We use PostgreSQL 16 with pgbouncer. SQLite only in unit tests.",
+    )
     result = apply_import(empty_store, plan)
     assert len(result.written) == 2
     assert [(d.index, d.existing_id) for d in result.duplicates] == [(0, made.id)]
@@ -313,14 +333,34 @@ def test_strict_import_with_an_invalid_record_writes_nothing(
         ("just text", "a JSON string, not an object"),
         ({"schemaVersion": 2, "id": "x"}, "schemaVersion 2"),
         ({"schemaVersion": 1, "id": "x", "title": "no fields"}, "Memory record scope"),
-        (record_json("bad ref", "r", governance={
-            "origin": "model-suggested", "sourceRefs": [{"kind": "record", "id": "x"}],
-            "verification": "unverified", "revision": 1, "retention": "project-delete"}),
-         "Memory source reference kind is invalid"),
-        (record_json("no ref", "n", governance={
-            "origin": "model-suggested", "sourceRefs": [], "verification": "unverified",
-            "revision": 1, "retention": "project-delete"}),
-         "Non-user Memory requires a source reference"),
+        (
+            record_json(
+                "bad ref",
+                "r",
+                governance={
+                    "origin": "model-suggested",
+                    "sourceRefs": [{"kind": "record", "id": "x"}],
+                    "verification": "unverified",
+                    "revision": 1,
+                    "retention": "project-delete",
+                },
+            ),
+            "Memory source reference kind is invalid",
+        ),
+        (
+            record_json(
+                "no ref",
+                "n",
+                governance={
+                    "origin": "model-suggested",
+                    "sourceRefs": [],
+                    "verification": "unverified",
+                    "revision": 1,
+                    "retention": "project-delete",
+                },
+            ),
+            "Non-user Memory requires a source reference",
+        ),
     ],
 )
 def test_invalid_records_are_listed_with_their_reason(
@@ -334,8 +374,12 @@ def test_invalid_records_are_listed_with_their_reason(
 
 def test_a_forgotten_or_empty_record_is_invalid(empty_store: MemoryStore):
     tombstone = "This memory was forgotten."
-    forgotten = record_json("Forgotten memory 0123456789ab", tombstone, status="forgotten",
-                            contentHash=content_hash(tombstone))
+    forgotten = record_json(
+        "Forgotten memory 0123456789ab",
+        tombstone,
+        status="forgotten",
+        contentHash=content_hash(tombstone),
+    )
     blank, empty = record_json("x", "something"), record_json("y", "something")
     blank["title"] = "   "
     empty.update(content="\n \n", contentHash=content_hash("\n \n"))
@@ -349,9 +393,17 @@ def test_a_forgotten_or_empty_record_is_invalid(empty_store: MemoryStore):
 
 def _with_refs(n: int, title: str) -> dict[str, object]:
     refs = [{"kind": "event", "id": str(i)} for i in range(n)]
-    return record_json(title, f"{title} content", governance={
-        "origin": "model-suggested", "sourceRefs": refs, "verification": "unverified",
-        "revision": 1, "retention": "project-delete"})
+    return record_json(
+        title,
+        f"{title} content",
+        governance={
+            "origin": "model-suggested",
+            "sourceRefs": refs,
+            "verification": "unverified",
+            "revision": 1,
+            "retention": "project-delete",
+        },
+    )
 
 
 def test_a_record_with_no_room_for_the_import_ref_is_invalid_not_trimmed(
@@ -366,19 +418,23 @@ def test_a_record_with_no_room_for_the_import_ref_is_invalid_not_trimmed(
     (new,) = plan.new
     refs = [r.model_dump(exclude_unset=True) for r in new.governance.sourceRefs]
     assert len(refs) == 32
-    assert refs == [*room["governance"]["sourceRefs"],  # type: ignore[index]
-                    {"kind": "import", "id": room["id"], "contentHash": room["contentHash"]}]
+    assert refs == [
+        *room["governance"]["sourceRefs"],  # type: ignore[index]
+        {"kind": "import", "id": room["id"], "contentHash": room["contentHash"]},
+    ]
     apply_import(empty_store, plan)
     assert_host_valid(empty_store, "project")
     with pytest.raises(StoreError) as info:
-        apply_import(empty_store, plan_import(empty_store, bundle_bytes(full), "project"),
-                     strict=True)
+        apply_import(
+            empty_store, plan_import(empty_store, bundle_bytes(full), "project"), strict=True
+        )
     assert info.value.code == "BUNDLE_INVALID" and "too many source references" in str(info.value)
 
 
 def test_an_older_hosts_record_imports_with_the_hosts_default_refs(empty_store: MemoryStore):
-    legacy = record_json("Legacy", "From an older host.",
-                         provenance={"kind": "agent", "sessionId": "s-old"})
+    legacy = record_json(
+        "Legacy", "From an older host.", provenance={"kind": "agent", "sessionId": "s-old"}
+    )
     del legacy["governance"]
     (new,) = plan_import(empty_store, bundle_bytes(legacy), "project").new
     assert [r.model_dump(exclude_unset=True) for r in new.governance.sourceRefs] == [
@@ -390,14 +446,14 @@ def test_an_older_hosts_record_imports_with_the_hosts_default_refs(empty_store: 
 def test_a_repeated_key_keeps_its_last_value(empty_store: MemoryStore):
     # As in the host's JSON.parse and every reader here: the plan shows what will be written.
     twice = json.dumps(record_json("T", "real"))[:-1] + ', "title": "Last"}'
-    plan = plan_import(empty_store, b'{"schemaVersion": 1, "records": [%s]}' % twice.encode(),
-                       "project")
+    plan = plan_import(
+        empty_store, b'{"schemaVersion": 1, "records": [%s]}' % twice.encode(), "project"
+    )
     assert [r.title for r in plan.new] == ["Last"]
 
 
 def test_import_into_user_uses_the_acting_users_key(empty_store: MemoryStore, tmp_path: Path):
-    apply_import(empty_store, plan_import(empty_store, bundle_file(tmp_path, "valid.json"),
-                                          "user"))
+    apply_import(empty_store, plan_import(empty_store, bundle_file(tmp_path, "valid.json"), "user"))
     records = empty_store.records("user")
     assert {(r.scope, r.scopeKey, r.governance.retention.value) for r in records} == {
         (Scope.USER, "carol", "user-managed")
@@ -433,9 +489,15 @@ def test_a_batch_past_8_mib_writes_nothing(empty_store: MemoryStore):
     big = "x" * 60_000  # under the host's 64 KiB of content
     lines = b"".join(
         make_record(
-            scope=Scope.PROJECT, scope_key=target.scope_key or "", record_type=RecordType.FACT,
-            title=f"big {i}", content=f"{i}{big}", tags=[], origin=Origin.USER_AUTHORED,
-            provenance=Provenance(kind=ProvenanceKind.USER), source_refs=[],
+            scope=Scope.PROJECT,
+            scope_key=target.scope_key or "",
+            record_type=RecordType.FACT,
+            title=f"big {i}",
+            content=f"{i}{big}",
+            tags=[],
+            origin=Origin.USER_AUTHORED,
+            provenance=Provenance(kind=ProvenanceKind.USER),
+            source_refs=[],
         ).to_line()
         for i in range(125)
     )
@@ -451,9 +513,11 @@ def test_a_batch_past_8_mib_writes_nothing(empty_store: MemoryStore):
 
 
 def test_a_bundle_written_by_hand_in_the_seeds_format(empty_store: MemoryStore):
-    digest = ("Files touched: 3 (2 created, 1 modified, 0 deleted)\\nCreated: out/report.md, "
-              "out/data.json\\nModified: src/util.ts\\nArtifacts: 2 \u2014 out/report.md, "
-              "out/data.json")
+    digest = (
+        "Files touched: 3 (2 created, 1 modified, 0 deleted)\\nCreated: out/report.md, "
+        "out/data.json\\nModified: src/util.ts\\nArtifacts: 2 \u2014 out/report.md, "
+        "out/data.json"
+    )
     digest_hash = content_hash(json.loads(f'"{digest}"'))
     legacy_hash = content_hash("Port 8080.")
     text = f"""{{
@@ -541,25 +605,37 @@ def test_the_hosts_export_imports_here_with_the_hosts_refs(tmp_path: Path):
         *theirs, mine = [s.model_dump(exclude_unset=True) for s in record.governance.sourceRefs]
         original = exported[mine["id"]]
         assert theirs == original["governance"]["sourceRefs"]
-        assert mine == {"kind": "import", "id": original["id"],
-                        "contentHash": original["contentHash"]}
+        assert mine == {
+            "kind": "import",
+            "id": original["id"],
+            "contentHash": original["contentHash"],
+        }
 
 
 @pytest.mark.parametrize(
     ("case", "invalid"),
-    [("record with 31 sourceRefs (32 after the import ref)", None),
-     ("record with 32 sourceRefs (33 after the import ref)",
-      "Memory import has too many source references"),
-     ("record id with '/' (becomes an import sourceRef id)",
-      "Memory source reference id is invalid"),
-     ("record without governance (legacy)", None)],
+    [
+        ("record with 31 sourceRefs (32 after the import ref)", None),
+        (
+            "record with 32 sourceRefs (33 after the import ref)",
+            "Memory import has too many source references",
+        ),
+        (
+            "record id with '/' (becomes an import sourceRef id)",
+            "Memory source reference id is invalid",
+        ),
+        ("record without governance (legacy)", None),
+    ],
 )
 def test_the_hosts_import_decisions_on_source_refs(
     empty_store: MemoryStore, tmp_path: Path, case: str, invalid: str | None
 ):
     dirs = bundle_dirs("source", tmp_path)
-    (host,) = [c for c in corpus_json("bundles/index.json", dirs)["importMemoryBundleRefusals"]
-               if c["case"] == case]
+    (host,) = [
+        c
+        for c in corpus_json("bundles/index.json", dirs)["importMemoryBundleRefusals"]
+        if c["case"] == case
+    ]
     plan = plan_import(empty_store, host["input"].encode(), "project")
     if invalid is None:
         (new,) = plan.new
@@ -671,8 +747,10 @@ def test_cli_lists_invalid_records_and_imports_the_rest(tmp_path: Path):
     source = str(bundle_file(tmp_path, "one-invalid-record.json"))
     done = run_cli(home, ws, "import", source, "--scope", "project")
     assert done.returncode == 0
-    assert ("invalid: records[1] (memory:agent:fact:ace970fccddba416a3966023df2d5c05): "
-            "Memory content hash is invalid") in done.stderr
+    assert (
+        "invalid: records[1] (memory:agent:fact:ace970fccddba416a3966023df2d5c05): "
+        "Memory content hash is invalid"
+    ) in done.stderr
     assert "imported 1 record(s)" in done.stdout
     strict = run_cli(home, ws, "import", source, "--scope", "user", "--strict")
     assert strict.returncode == 1
@@ -704,12 +782,27 @@ def varied_store(tmp_path: Path) -> MemoryStore:
     """A store with every type, multi-line Markdown content, tags, non-ASCII text and records
     in several scopes."""
     store = MemoryStore.open(tmp_path / "vh", tmp_path / "vw", "dana")
-    store.create("project", "decision", "Use JSONL", "Keep memory inspectable.\n\n"
-                 "- one record per line\n- `jq` works", ["storage", "format"])
-    store.propose("project", "convention", "Run ruff", "CI runs ruff.\n\n## Why\nSpeed.",
-                  source_refs=[SourceRef(kind="url", id="https:ci")])
-    store.create("user", "preference", "Édition", "Préférer les tabulations — toujours.",
-                 ["éditeur", "style"])
+    store.create(
+        "project",
+        "decision",
+        "Use JSONL",
+        "Keep memory inspectable.\n\n- one record per line\n- `jq` works",
+        ["storage", "format"],
+    )
+    store.propose(
+        "project",
+        "convention",
+        "Run ruff",
+        "CI runs ruff.\n\n## Why\nSpeed.",
+        source_refs=[SourceRef(kind="url", id="https:ci")],
+    )
+    store.create(
+        "user",
+        "preference",
+        "Édition",
+        "Préférer les tabulations — toujours.",
+        ["éditeur", "style"],
+    )
     store.create("user", "fact", "Tabs in code", "Indented:\n    def f():\n        pass")
     store.propose("session", "fact", "Session note", "Seen once.", session=("s1", None))
     return store
@@ -730,14 +823,17 @@ def test_markdown_export_then_import_keeps_type_title_content_and_tags(tmp_path:
     apply_import(target, plan)
     key = lambda r: (r.type, r.title, r.content, r.tags)  # noqa: E731
     assert sorted(map(key, target.records("user"))) == sorted(
-        map(key, source.records(include_inactive=True)))
+        map(key, source.records(include_inactive=True))
+    )
     assert_host_valid(target, "user")
 
 
 def test_markdown_records_are_imported_with_a_ref_naming_the_files_hash(tmp_path: Path):
-    text = ("# Kept\n\norigin: user-authored\nverification: verified\nretention: session-end\n"
-            "scope: user\n\nBody.\n\n---\n\n# Second\n\ntype: convention\ntags: a, b , ,c\n\n"
-            "More body.\n")
+    text = (
+        "# Kept\n\norigin: user-authored\nverification: verified\nretention: session-end\n"
+        "scope: user\n\nBody.\n\n---\n\n# Second\n\ntype: convention\ntags: a, b , ,c\n\n"
+        "More body.\n"
+    )
     path = tmp_path / "notes.md"
     path.write_text(text)
     store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
@@ -746,14 +842,20 @@ def test_markdown_records_are_imported_with_a_ref_naming_the_files_hash(tmp_path
     file_hash = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
     records = [store.get(rid) for rid in written]
     assert [(r.title, r.type.value, r.tags) for r in records] == [
-        ("Kept", "fact", []), ("Second", "convention", ["a", "b", "c"])]
+        ("Kept", "fact", []),
+        ("Second", "convention", ["a", "b", "c"]),
+    ]
     for record in records:
         g = record.governance
         # Claims in the file are not trusted: every record waits for review as an import.
         assert (g.origin, g.verification, g.retention.value) == (
-            Origin.IMPORTED, Verification.UNVERIFIED, "project-delete")
+            Origin.IMPORTED,
+            Verification.UNVERIFIED,
+            "project-delete",
+        )
         assert [r.model_dump(exclude_unset=True) for r in g.sourceRefs] == [
-            {"kind": "import", "id": file_hash, "contentHash": record.contentHash}]
+            {"kind": "import", "id": file_hash, "contentHash": record.contentHash}
+        ]
         assert record.provenance.note == "imported from notes.md"
         assert re.fullmatch(f"memory:import:{UUID}", record.id)
     assert_host_valid(store, "project")
@@ -779,8 +881,10 @@ def test_markdown_import_is_a_plan_then_one_batch_and_a_rerun_writes_nothing(tmp
 
 def test_a_markdown_section_the_host_cannot_read_is_listed_invalid(tmp_path: Path):
     store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
-    data = (b"# Good\n\nfine\n---\n# Empty\n\ntype: fact\n---\n# Bad type\ntype: note\n\nx\n---\n"
-            b"# " + b"t" * 300 + b"\n\ntoo long a title\n")
+    data = (
+        b"# Good\n\nfine\n---\n# Empty\n\ntype: fact\n---\n# Bad type\ntype: note\n\nx\n---\n"
+        b"# " + b"t" * 300 + b"\n\ntoo long a title\n"
+    )
     plan = plan_import(store, data, "project")
     assert plan.format == "markdown"
     assert [(plan.where(b.index), b.reason.split(":")[0]) for b in plan.invalid] == [
@@ -816,12 +920,19 @@ def write_records(store: MemoryStore, n: int) -> None:
     file.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(file.path, "wb") as f:
         for i in range(n):
-            f.write(make_record(
-                scope=Scope.PROJECT, scope_key=store.paths.root_id, record_type=RecordType.FACT,
-                title=f"Fact {i}", content=f"Fact number {i}.", tags=[],
-                provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
-                source_refs=[],
-            ).to_line())
+            f.write(
+                make_record(
+                    scope=Scope.PROJECT,
+                    scope_key=store.paths.root_id,
+                    record_type=RecordType.FACT,
+                    title=f"Fact {i}",
+                    content=f"Fact number {i}.",
+                    tags=[],
+                    provenance=Provenance(kind=ProvenanceKind.USER),
+                    origin=Origin.USER_AUTHORED,
+                    source_refs=[],
+                ).to_line()
+            )
 
 
 def test_a_10000_record_bundle_imports_in_one_batch(tmp_path: Path, empty_store: MemoryStore):
@@ -846,8 +957,10 @@ def test_past_the_hosts_limit_our_export_says_so_and_imports_here(
     out = tmp_path / "big.json"
     done = run_cli(tmp_path / "sh", tmp_path / "sw", "export", "--out", str(out), user="dana")
     assert done.returncode == 0, done.stderr
-    assert "note: the host cannot import this bundle: 10001 records: the host imports at " \
-           "most 10000" in done.stderr
+    assert (
+        "note: the host cannot import this bundle: 10001 records: the host imports at "
+        "most 10000" in done.stderr
+    )
     plan = plan_import(empty_store, out, "project")  # ours is larger
     assert (len(plan.new), plan.invalid) == (10_001, [])
 
@@ -869,16 +982,36 @@ def test_a_bundle_over_our_record_limit_is_refused_and_nothing_written(tmp_path:
 
 def test_export_leaves_out_what_the_hosts_import_would_refuse(tmp_path: Path):
     store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
-    full = store.propose("project", "fact", "Full", "Thirty-two refs.", source_refs=[
-        SourceRef(kind="url", id=f"https:r{i}") for i in range(32)]).id
-    ok = store.propose("project", "fact", "Fits", "Thirty-one refs.", source_refs=[
-        SourceRef(kind="url", id=f"https:s{i}") for i in range(31)]).id
+    full = store.propose(
+        "project",
+        "fact",
+        "Full",
+        "Thirty-two refs.",
+        source_refs=[SourceRef(kind="url", id=f"https:r{i}") for i in range(32)],
+    ).id
+    ok = store.propose(
+        "project",
+        "fact",
+        "Fits",
+        "Thirty-one refs.",
+        source_refs=[SourceRef(kind="url", id=f"https:s{i}") for i in range(31)],
+    ).id
     file = store.file_for("project")
     with open(file.path, "ab") as f:
-        f.write(make_record(
-            scope=Scope.PROJECT, scope_key=store.paths.root_id, record_type=RecordType.FACT,
-            title="Slashed", content="x", tags=[], provenance=Provenance(kind=ProvenanceKind.USER),
-            origin=Origin.USER_AUTHORED, source_refs=[], record_id="memory/a/b").to_line())
+        f.write(
+            make_record(
+                scope=Scope.PROJECT,
+                scope_key=store.paths.root_id,
+                record_type=RecordType.FACT,
+                title="Slashed",
+                content="x",
+                tags=[],
+                provenance=Provenance(kind=ProvenanceKind.USER),
+                origin=Origin.USER_AUTHORED,
+                source_refs=[],
+                record_id="memory/a/b",
+            ).to_line()
+        )
     out = tmp_path / "b.json"
     result = export_bundle(store, out)
     assert [rid for rid, _ in result.left_out] == [full, "memory/a/b"]
@@ -890,10 +1023,20 @@ def test_export_leaves_out_what_the_hosts_import_would_refuse(tmp_path: Path):
 
 def test_records_the_host_would_merge_past_32_refs_are_left_out(tmp_path: Path):
     store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
-    store.propose("project", "fact", "Same", "Same content.", source_refs=[
-        SourceRef(kind="url", id=f"https:a{i}") for i in range(20)])
-    store.propose("user", "fact", "Same", "Same content.", source_refs=[
-        SourceRef(kind="url", id=f"https:b{i}") for i in range(20)])
+    store.propose(
+        "project",
+        "fact",
+        "Same",
+        "Same content.",
+        source_refs=[SourceRef(kind="url", id=f"https:a{i}") for i in range(20)],
+    )
+    store.propose(
+        "user",
+        "fact",
+        "Same",
+        "Same content.",
+        source_refs=[SourceRef(kind="url", id=f"https:b{i}") for i in range(20)],
+    )
     result = export_bundle(store, tmp_path / "b.json")
     assert result.count == 1
     (why,) = [why for _rid, why in result.left_out]

@@ -25,9 +25,23 @@ DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"  # verified
 UUID_ID = re.compile(r"memory:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 SHARED = "memory:user:convention:00633256e25fe71d4fe2c4e12b5eadad"
 BOB_PREF = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
-RECORD_KEYS = {"schemaVersion", "id", "scope", "scopeKey", "type", "title", "content", "tags",
-               "provenance", "createdAt", "updatedAt", "useCount", "contentHash", "status",
-               "governance"}
+RECORD_KEYS = {
+    "schemaVersion",
+    "id",
+    "scope",
+    "scopeKey",
+    "type",
+    "title",
+    "content",
+    "tags",
+    "provenance",
+    "createdAt",
+    "updatedAt",
+    "useCount",
+    "contentHash",
+    "status",
+    "governance",
+}
 Home = tuple[Path, Path]
 
 
@@ -76,8 +90,12 @@ os.unlink(sys.argv[1])
 @contextmanager
 def lock_held_elsewhere(lock_path: Path) -> Iterator[None]:
     """Another process holds ``lock_path`` the host's way until the block ends."""
-    proc = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(lock_path)], text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(lock_path)],
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], 20)
@@ -117,10 +135,22 @@ def test_list_json_is_exactly_the_record_objects(fixture_home: Home) -> None:
 def test_list_all_sessions_or_one(fixture_home: Home) -> None:
     every = json.loads(ok(fixture_home, "list", "--scope", "session", "--json"))
     # --root defaults to the workspace's rootId: the fixture session's root.
-    one = json.loads(ok(fixture_home, "list", "--scope", "session", "--session", "session-abc",
-                        "--json"))
-    explicit = json.loads(ok(fixture_home, "list", "--scope", "session", "--session",
-                             "session-abc", "--root", root_id(fixture_home[1]), "--json"))
+    one = json.loads(
+        ok(fixture_home, "list", "--scope", "session", "--session", "session-abc", "--json")
+    )
+    explicit = json.loads(
+        ok(
+            fixture_home,
+            "list",
+            "--scope",
+            "session",
+            "--session",
+            "session-abc",
+            "--root",
+            root_id(fixture_home[1]),
+            "--json",
+        )
+    )
     assert every == one == explicit and len(one) == 1
     assert one[0]["scopeKey"] == f"session-abc|{root_id(fixture_home[1])}"
     assert json.loads(ok(fixture_home, "list", "--session", "session-abc", "--json")) == one
@@ -146,26 +176,42 @@ def test_show_prints_the_record_and_its_history(fixture_home: Home) -> None:
 
 
 def test_history_names_merged_refs_and_pins(fixture_home: Home) -> None:
-    propose = ("propose", "--scope", "user", "--type", "fact", "--title", "Port",
-               "--content", "The API listens on 8080.")
+    propose = (
+        "propose",
+        "--scope",
+        "user",
+        "--type",
+        "fact",
+        "--title",
+        "Port",
+        "--content",
+        "The API listens on 8080.",
+    )
     record_id = last_line(ok(fixture_home, *propose, "--source-ref", "session:s1"))
     assert last_line(ok(fixture_home, *propose, "--source-ref", "session:s2")) == record_id
     for action in ("verify", "pin", "unpin"):
         ok(fixture_home, action, record_id)
     lines = ok(fixture_home, "show", record_id, "--history").split("history:\n")[1].splitlines()
     assert [line.split("  ")[-1] for line in lines] == [
-        "created", "1 source ref added", "verification: unverified -> verified", "pinned",
+        "created",
+        "1 source ref added",
+        "verification: unverified -> verified",
+        "pinned",
         "unpinned",
     ]
 
 
 def test_dsh_home_and_dsh_user_id_come_from_the_environment(fixture_home: Home) -> None:
     home, workspace = fixture_home
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DSH_HOME": str(home),
-           "DSH_USER_ID": "bob"}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DSH_HOME": str(home), "DSH_USER_ID": "bob"}
     result = subprocess.run(
         [sys.executable, "-m", "dsh_memory_tui.cli", "list", "--scope", "user", "--json"],
-        cwd=workspace, env=env, capture_output=True, text=True, timeout=60, check=True,
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     assert [r["id"] for r in json.loads(result.stdout)] == [BOB_PREF]
 
@@ -174,24 +220,66 @@ def test_dsh_home_and_dsh_user_id_come_from_the_environment(fixture_home: Home) 
 
 
 def test_a_write_prints_the_id_alone_on_the_last_line(fixture_home: Home) -> None:
-    out = ok(fixture_home, "create", "--scope", "project", "--type", "decision", "--title", "T",
-             "--content", "Body", "--tag", "x")
+    out = ok(
+        fixture_home,
+        "create",
+        "--scope",
+        "project",
+        "--type",
+        "decision",
+        "--title",
+        "T",
+        "--content",
+        "Body",
+        "--tag",
+        "x",
+    )
     record_id = last_line(out)
     assert UUID_ID.fullmatch(record_id)  # the host's ids: memory:<uuid4>
     shown = json.loads(ok(fixture_home, "show", record_id, "--json"))
     assert (shown["title"], shown["tags"]) == ("T", ["x"])
-    again = ok(fixture_home, "propose", "--scope", "project", "--type", "decision", "--title",
-               "other", "--content", "Body", "--source-ref", "session:s1")
+    again = ok(
+        fixture_home,
+        "propose",
+        "--scope",
+        "project",
+        "--type",
+        "decision",
+        "--title",
+        "other",
+        "--content",
+        "Body",
+        "--source-ref",
+        "session:s1",
+    )
     assert last_line(again) == record_id  # merged into the existing record: its id
-    same = ok(fixture_home, "propose", "--scope", "project", "--type", "decision", "--title",
-              "other", "--content", "Body", "--source-ref", "session:s1")
+    same = ok(
+        fixture_home,
+        "propose",
+        "--scope",
+        "project",
+        "--type",
+        "decision",
+        "--title",
+        "other",
+        "--content",
+        "Body",
+        "--source-ref",
+        "session:s1",
+    )
     assert last_line(same) == record_id and "nothing written" in same  # no new ref: no line
     # Each transition the host allows from where the one before left the record.
-    for args in (("verify", record_id, "--reason", "fine"), ("pin", record_id),
-                 ("archive", record_id), ("restore", record_id),
-                 ("edit", record_id, "--base-revision", "6", "--title", "T2"),  # -> stale
-                 ("reverify", record_id, "--reason", "still true"), ("pin", record_id),
-                 ("unpin", record_id), ("forget", record_id)):
+    for args in (
+        ("verify", record_id, "--reason", "fine"),
+        ("pin", record_id),
+        ("archive", record_id),
+        ("restore", record_id),
+        ("edit", record_id, "--base-revision", "6", "--title", "T2"),  # -> stale
+        ("reverify", record_id, "--reason", "still true"),
+        ("pin", record_id),
+        ("unpin", record_id),
+        ("forget", record_id),
+    ):
         assert last_line(ok(fixture_home, *args)) == record_id, args
     history = json.loads(ok(fixture_home, "show", record_id, "--history", "--json"))
     assert [h["governance"]["revision"] for h in history] == [11]  # forget erased the rest
@@ -200,12 +288,29 @@ def test_a_write_prints_the_id_alone_on_the_last_line(fixture_home: Home) -> Non
 
 
 def test_propose_takes_source_refs(fixture_home: Home) -> None:
-    record_id = last_line(ok(fixture_home, "propose", "--scope", "user", "--type", "fact",
-                             "--title", "t", "--content", "c", "--source-ref", "session:s1",
-                             "--source-ref", "event:4"))
+    record_id = last_line(
+        ok(
+            fixture_home,
+            "propose",
+            "--scope",
+            "user",
+            "--type",
+            "fact",
+            "--title",
+            "t",
+            "--content",
+            "c",
+            "--source-ref",
+            "session:s1",
+            "--source-ref",
+            "event:4",
+        )
+    )
     record = json.loads(ok(fixture_home, "show", record_id, "--json"))
-    assert record["governance"]["sourceRefs"] == [{"kind": "session", "id": "s1"},
-                                                  {"kind": "event", "id": "4"}]
+    assert record["governance"]["sourceRefs"] == [
+        {"kind": "session", "id": "s1"},
+        {"kind": "event", "id": "4"},
+    ]
     assert record["governance"]["origin"] == "model-suggested"
 
 
@@ -243,11 +348,13 @@ def test_a_session_write_needs_a_session_whose_root_defaults_to_the_workspace(
 def test_a_shared_write_needs_yes_shared(fixture_home: Home) -> None:
     shared = fixture_home[1] / ".dsh/workspace-memory/shared.jsonl"
     before = shared.read_bytes()
-    for args in (("verify", SHARED), ("forget", SHARED),
-                 ("create", "--scope", "shared-project", "--type", "fact", "--title", "t",
-                  "--content", "c"),
-                 ("copy", CONVENTION, "--to-scope", "shared"),
-                 ("compact", "--scope", "shared-project")):
+    for args in (
+        ("verify", SHARED),
+        ("forget", SHARED),
+        ("create", "--scope", "shared-project", "--type", "fact", "--title", "t", "--content", "c"),
+        ("copy", CONVENTION, "--to-scope", "shared"),
+        ("compact", "--scope", "shared-project"),
+    ):
         result = fails(fixture_home, *args, code="SHARED_WRITE_UNCONFIRMED")
         assert "--yes-shared" in result.stderr
     assert shared.read_bytes() == before
@@ -257,28 +364,48 @@ def test_a_shared_write_needs_yes_shared(fixture_home: Home) -> None:
 def test_a_stale_edit_is_a_revision_conflict(fixture_home: Home) -> None:
     ok(fixture_home, "edit", CONVENTION, "--base-revision", "1", "--title", "first")
     before = project_file(fixture_home).read_bytes()
-    result = fails(fixture_home, "edit", CONVENTION, "--base-revision", "1", "--title", "second",
-                   code="REVISION_CONFLICT")
+    result = fails(
+        fixture_home,
+        "edit",
+        CONVENTION,
+        "--base-revision",
+        "1",
+        "--title",
+        "second",
+        code="REVISION_CONFLICT",
+    )
     assert result.stdout == ""
     assert project_file(fixture_home).read_bytes() == before
 
 
 @pytest.mark.parametrize(
     ("args", "code"),
-    [(("show", "memory:user:fact:" + "0" * 32), "NOT_FOUND"),
-     (("edit", "memory:agent:fact:0f0e0d0c0b0a09080706050403020100", "--base-revision", "1",
-       "--title", "x"), "READ_ONLY_RECORD"),
-     (("edit", "SEED_DIGEST", "--base-revision", "1", "--title", "x"), "READ_ONLY_SCOPE"),
-     # The host's transitions: verify only from unverified, reverify only from stale, pin only
-     # a verified record, restore only an archived one.
-     (("verify", DECISION), "INVALID_TRANSITION"),
-     (("reject", DECISION), "INVALID_TRANSITION"),
-     (("reverify", DECISION), "INVALID_TRANSITION"),
-     (("pin", CONVENTION), "INVALID_TRANSITION"),
-     (("restore", CONVENTION), "INVALID_TRANSITION")],
+    [
+        (("show", "memory:user:fact:" + "0" * 32), "NOT_FOUND"),
+        (
+            (
+                "edit",
+                "memory:agent:fact:0f0e0d0c0b0a09080706050403020100",
+                "--base-revision",
+                "1",
+                "--title",
+                "x",
+            ),
+            "READ_ONLY_RECORD",
+        ),
+        (("edit", "SEED_DIGEST", "--base-revision", "1", "--title", "x"), "READ_ONLY_SCOPE"),
+        # The host's transitions: verify only from unverified, reverify only from stale, pin only
+        # a verified record, restore only an archived one.
+        (("verify", DECISION), "INVALID_TRANSITION"),
+        (("reject", DECISION), "INVALID_TRANSITION"),
+        (("reverify", DECISION), "INVALID_TRANSITION"),
+        (("pin", CONVENTION), "INVALID_TRANSITION"),
+        (("restore", CONVENTION), "INVALID_TRANSITION"),
+    ],
 )
-def test_store_errors_exit_1_with_one_line_on_stderr(fixture_home: Home, args: tuple[str, ...],
-                                                     code: str) -> None:
+def test_store_errors_exit_1_with_one_line_on_stderr(
+    fixture_home: Home, args: tuple[str, ...], code: str
+) -> None:
     args = tuple(seed_digest_id(fixture_home) if a == "SEED_DIGEST" else a for a in args)
     before = project_file(fixture_home).read_bytes()
     result = fails(fixture_home, *args, code=code)
@@ -291,21 +418,34 @@ def test_a_repeated_verify_is_a_refused_transition(fixture_home: Home) -> None:
     result = fails(fixture_home, "verify", CONVENTION, code="INVALID_TRANSITION")
     assert "unverified" in result.stderr
     shown = json.loads(ok(fixture_home, "show", CONVENTION, "--json"))
-    assert (shown["governance"]["verification"], shown["governance"]["revision"]) == (
-        "verified", 2)
+    assert (shown["governance"]["verification"], shown["governance"]["revision"]) == ("verified", 2)
 
 
 @pytest.mark.parametrize(
     "args",
-    [("frobnicate",), ("list", "--scope", "galaxy"),
-     ("create", "--scope", "project", "--type", "note", "--title", "t", "--content", "c"),
-     ("create", "--scope", "project", "--type", "fact", "--title", "t"),
-     ("edit", CONVENTION, "--base-revision", "1"),
-     ("edit", CONVENTION, "--base-revision", "one", "--title", "x"),
-     ("propose", "--scope", "project", "--type", "fact", "--title", "t", "--content", "c",
-      "--source-ref", "no-colon"),
-     ("list", "--root", "root:without-a-session"),
-     ("export", "--out", "x.json", "--root", "root:without-a-session")],
+    [
+        ("frobnicate",),
+        ("list", "--scope", "galaxy"),
+        ("create", "--scope", "project", "--type", "note", "--title", "t", "--content", "c"),
+        ("create", "--scope", "project", "--type", "fact", "--title", "t"),
+        ("edit", CONVENTION, "--base-revision", "1"),
+        ("edit", CONVENTION, "--base-revision", "one", "--title", "x"),
+        (
+            "propose",
+            "--scope",
+            "project",
+            "--type",
+            "fact",
+            "--title",
+            "t",
+            "--content",
+            "c",
+            "--source-ref",
+            "no-colon",
+        ),
+        ("list", "--root", "root:without-a-session"),
+        ("export", "--out", "x.json", "--root", "root:without-a-session"),
+    ],
 )
 def test_usage_errors_exit_2(fixture_home: Home, args: tuple[str, ...]) -> None:
     result = cli(fixture_home, *args)
@@ -351,13 +491,27 @@ def _old_line(record_id: str, scope: str, scope_key: str, **over: object) -> byt
     """A record as an earlier dsh-memory wrote it (a path scopeKey, a `record` sourceRef)."""
     content = f"Written by an earlier dsh-memory as {record_id}."
     record = {
-        "schemaVersion": 1, "id": record_id, "scope": scope, "scopeKey": scope_key,
-        "type": "fact", "title": "From an earlier dsh-memory", "content": content, "tags": [],
-        "provenance": {"kind": "user"}, "createdAt": 1764000000000,
-        "updatedAt": 1764000000000, "useCount": 0, "contentHash": "sha256:" + sha256_hex(content),
+        "schemaVersion": 1,
+        "id": record_id,
+        "scope": scope,
+        "scopeKey": scope_key,
+        "type": "fact",
+        "title": "From an earlier dsh-memory",
+        "content": content,
+        "tags": [],
+        "provenance": {"kind": "user"},
+        "createdAt": 1764000000000,
+        "updatedAt": 1764000000000,
+        "useCount": 0,
+        "contentHash": "sha256:" + sha256_hex(content),
         "status": "active",
-        "governance": {"origin": "user-authored", "sourceRefs": [], "verification": "unverified",
-                       "revision": 1, "retention": "project-delete"},
+        "governance": {
+            "origin": "user-authored",
+            "sourceRefs": [],
+            "verification": "unverified",
+            "revision": 1,
+            "retention": "project-delete",
+        },
         **over,
     }
     return json.dumps(record).encode() + b"\n"
@@ -372,17 +526,27 @@ def test_check_lists_what_an_earlier_version_wrote_as_migratable_and_repairs_it(
     path = project_file(fixture_home)
     line_no = path.read_bytes().count(b"\n") + 1
     old_id = "memory:user:fact:" + "1" * 32
-    governance = {"origin": "user-authored", "verification": "unverified", "revision": 1,
-                  "retention": "project-delete",
-                  "sourceRefs": [{"kind": "record", "id": CONVENTION}]}
+    governance = {
+        "origin": "user-authored",
+        "verification": "unverified",
+        "revision": 1,
+        "retention": "project-delete",
+        "sourceRefs": [{"kind": "record", "id": CONVENTION}],
+    }
     with path.open("ab") as f:
         f.write(_old_line(old_id, "project", os.path.realpath(workspace), governance=governance))
     # An old session file: named by the full sha256 of its scopeKey.
     sessions = home / "workspace-memory" / "sessions"
     old_session = sessions / (sha256_hex(f"s-old|{root}") + ".jsonl")
     session_id = "memory:user:fact:" + "2" * 32
-    old_session.write_bytes(_old_line(session_id, "session", f"s-old|{root}",
-                                      provenance={"kind": "user", "sessionId": "s-old"}))
+    old_session.write_bytes(
+        _old_line(
+            session_id,
+            "session",
+            f"s-old|{root}",
+            provenance={"kind": "user", "sessionId": "s-old"},
+        )
+    )
     os.chmod(old_session, 0o600)
     assert old_id not in ok(fixture_home, "list", "--json")  # the host does not see it either
 
@@ -400,8 +564,9 @@ def test_check_lists_what_an_earlier_version_wrote_as_migratable_and_repairs_it(
     assert record["governance"]["sourceRefs"] == [{"kind": "import", "id": CONVENTION}]
     assert not old_session.exists()
     assert (sessions / session_file_name("s-old", root)).is_file()
-    assert [r["id"] for r in json.loads(ok(fixture_home, "list", "--session", "s-old",
-                                           "--json"))] == [session_id]
+    assert [
+        r["id"] for r in json.loads(ok(fixture_home, "list", "--session", "s-old", "--json"))
+    ] == [session_id]
     assert cli(fixture_home, "check").returncode == 0
 
 
@@ -448,8 +613,14 @@ def test_show_says_what_the_host_knows_of_a_record(fixture_home: Home) -> None:
     day = 86_400_000
     data = project_file(fixture_home)
     line = json.loads(data.read_bytes().splitlines()[1])  # DECISION, revision 2, verified
-    line["governance"] |= {"revision": 3, "confidence": "medium", "expiresAt": now - 3 * day,
-                           "pinnedAt": now - 10 * day, "pinnedBy": "user", "verifiedBy": "user"}
+    line["governance"] |= {
+        "revision": 3,
+        "confidence": "medium",
+        "expiresAt": now - 3 * day,
+        "pinnedAt": now - 10 * day,
+        "pinnedBy": "user",
+        "verifiedBy": "user",
+    }
     line |= {"useCount": 4, "lastUsedAt": now - 5 * 60_000, "updatedAt": now - 10 * day}
     with open(data, "ab") as f:
         f.write(json.dumps(line).encode() + b"\n")
@@ -491,8 +662,10 @@ def test_adopt_takes_a_moved_projects_records(fixture_home: Home) -> None:
     with open(data, "ab") as f:
         f.write(json.dumps(moved).encode() + b"\n")
     with open(shared, "ab") as f:
-        f.write(json.dumps(dict(shared_line, id="memory:moved-shared", scopeKey=old_root))
-                .encode() + b"\n")
+        f.write(
+            json.dumps(dict(shared_line, id="memory:moved-shared", scopeKey=old_root)).encode()
+            + b"\n"
+        )
     assert "memory:moved" not in ok(fixture_home, "list")
     out = ok(fixture_home, "adopt")
     assert f"records.jsonl: 1 line(s) of {old_root} adopted" in out
@@ -501,6 +674,7 @@ def test_adopt_takes_a_moved_projects_records(fixture_home: Home) -> None:
     assert "memory:moved" in ok(fixture_home, "list")
     out = ok(fixture_home, "adopt", "--scope", "shared-project", "--yes-shared")
     assert last_line(out) == "memory:moved-shared"
-    fails(fixture_home, "adopt", "--from", "root:" + "00" * 32, "--scope", "project",
-          code="NOT_FOUND")
+    fails(
+        fixture_home, "adopt", "--from", "root:" + "00" * 32, "--scope", "project", code="NOT_FOUND"
+    )
     assert ok(fixture_home, "adopt") == ""  # nothing left anywhere

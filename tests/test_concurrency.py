@@ -29,7 +29,10 @@ def spawn(code: str, *args: object) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "DSH_LOCK_TIMEOUT": "30"},
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -80,8 +83,11 @@ def test_concurrent_appends_lose_and_duplicate_nothing(fixture_home: Home) -> No
     procs = [spawn(APPENDER, home, workspace, w, count) for w in range(workers)]
     acked = finish(procs)
     assert len(acked) == len(set(acked)) == workers * count
-    ids = [json.loads(line)["id"] for line in project_lines(fixture_home)
-           if line.startswith(b'{"schemaVersion":1')]
+    ids = [
+        json.loads(line)["id"]
+        for line in project_lines(fixture_home)
+        if line.startswith(b'{"schemaVersion":1')
+    ]
     written = [i for i in ids if i in set(acked)]
     assert sorted(written) == sorted(acked)  # each exactly once
     store = MemoryStore.open(home, workspace, "alice")
@@ -90,8 +96,11 @@ def test_concurrent_appends_lose_and_duplicate_nothing(fixture_home: Home) -> No
     assert view.corrupt == [] and not view.torn
     # Each worker's records are in the order it wrote them.
     for w in range(workers):
-        titles = [store.get(i).title for i in ids if i in set(acked)
-                  and store.get(i).title.startswith(f"w{w} ")]
+        titles = [
+            store.get(i).title
+            for i in ids
+            if i in set(acked) and store.get(i).title.startswith(f"w{w} ")
+        ]
         assert titles == [f"w{w} #{i}" for i in range(count)]
 
 
@@ -126,8 +135,11 @@ def test_concurrent_edits_lose_no_update(fixture_home: Home) -> None:
     final = MemoryStore.open(home, workspace, "alice").get(counter)
     assert int(final.content) == workers * count
     assert final.governance.revision == 1 + workers * count
-    revisions = [json.loads(line)["governance"]["revision"] for line in project_lines(fixture_home)
-                 if counter.encode() in line]
+    revisions = [
+        json.loads(line)["governance"]["revision"]
+        for line in project_lines(fixture_home)
+        if counter.encode() in line
+    ]
     assert revisions == list(range(1, 2 + workers * count))
 
 
@@ -257,8 +269,11 @@ def test_a_writer_that_died_mid_line_leaves_only_its_tail_to_quarantine(
     before = path.read_bytes()
     template = store.create("user", "fact", "template", "a whole line").record
     line_file = tmp_path / "line"
-    line_file.write_bytes(template.model_copy(
-        update={"scope": Scope.PROJECT, "scopeKey": store.paths.root_id}).to_line())
+    line_file.write_bytes(
+        template.model_copy(
+            update={"scope": Scope.PROJECT, "scopeKey": store.paths.root_id}
+        ).to_line()
+    )
     proc = spawn(CRASH_MID_LINE, path, line_file)
     proc.communicate(timeout=DEADLINE_S)
     assert proc.returncode == -signal.SIGKILL

@@ -130,8 +130,15 @@ def test_demo_content_is_the_same_every_time(tmp_path: Path) -> None:
         demo = build_demo(root)
         store = MemoryStore.open(demo.home, demo.workspace, demo.user)
         return sorted(
-            (r.scope.value, r.type.value, r.title, r.content, r.status.value,
-             r.governance.verification.value, str(r.governance.revision))
+            (
+                r.scope.value,
+                r.type.value,
+                r.title,
+                r.content,
+                r.status.value,
+                r.governance.verification.value,
+                str(r.governance.revision),
+            )
             for r in store.records(include_inactive=True)
         )
 
@@ -208,8 +215,7 @@ def test_cli_demo_builds_then_live_stops_cleanly_on_a_signal(tmp_path: Path, sig
     root = tmp_path / "cli-demo"
     cmd = [sys.executable, "-m", "dsh_memory_tui.cli", "demo", str(root), "--live"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(4)]

@@ -39,8 +39,13 @@ def mode(path: Path) -> int:
 def python(code: str, *args: str, **kw: object) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code), *args], env=env, text=True,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw,  # type: ignore[arg-type]
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -112,14 +117,19 @@ def test_a_line_is_taken_once_it_is_complete(tmp_path: Path) -> None:
     with path.open("ab") as f:
         f.write(b"f\n")
     chunk = reader.read_new()
-    assert (chunk.lines, chunk.first_line_no, chunk.reset, chunk.torn) == ([b"half"], 2, False,
-                                                                           False)
+    assert (chunk.lines, chunk.first_line_no, chunk.reset, chunk.torn) == (
+        [b"half"],
+        2,
+        False,
+        False,
+    )
 
 
 def test_only_bytes_past_the_offset_are_read(tmp_path: Path) -> None:
     path = tmp_path / "f.jsonl"
-    first = b"".join(b"line %03d ................................................\n" % i
-                     for i in range(20))
+    first = b"".join(
+        b"line %03d ................................................\n" % i for i in range(20)
+    )
     path.write_bytes(first)
     reader = TailReader(path)
     assert len(reader.read_new().lines) == 20
@@ -255,8 +265,12 @@ def test_a_writer_refuses_a_symlink_at_any_of_the_files_paths(tmp_path: Path, wh
     safe = SafeFile(tmp_path / "f.jsonl", 5)
     target = tmp_path / "precious"
     target.write_bytes(b"precious\n")
-    link = {"data": safe.path, "lock": safe.lock_path, "bak": safe.bak_path,
-            "corrupt": safe.corrupt_path}[which]
+    link = {
+        "data": safe.path,
+        "lock": safe.lock_path,
+        "bak": safe.bak_path,
+        "corrupt": safe.corrupt_path,
+    }[which]
     link.symlink_to(target)
     with pytest.raises(StoreError) as err, safe.locked():
         safe.append(b"x\n")
@@ -269,8 +283,12 @@ def test_a_writer_refuses_a_symlink_at_any_of_the_files_paths(tmp_path: Path, wh
 @pytest.mark.parametrize("which", ["data", "lock", "bak", "corrupt"])
 def test_a_writer_refuses_a_non_regular_file_at_any_path(tmp_path: Path, which: str) -> None:
     safe = SafeFile(tmp_path / "f.jsonl", 5)
-    path = {"data": safe.path, "lock": safe.lock_path, "bak": safe.bak_path,
-            "corrupt": safe.corrupt_path}[which]
+    path = {
+        "data": safe.path,
+        "lock": safe.lock_path,
+        "bak": safe.bak_path,
+        "corrupt": safe.corrupt_path,
+    }[which]
     os.mkfifo(path)
     with pytest.raises(StoreError) as err, safe.locked():
         safe.append(b"x\n")
@@ -497,15 +515,17 @@ def test_a_write_whose_lock_was_lost_writes_nothing(fixture_home: tuple[Path, Pa
     assert not lock_path.exists()
 
 
-def test_dsh_lock_timeout_sets_the_wait(fixture_home: tuple[Path, Path],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dsh_lock_timeout_sets_the_wait(
+    fixture_home: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DSH_LOCK_TIMEOUT", "0.1")
     store = MemoryStore.open(*fixture_home, "alice")
     assert store.lock_timeout == 0.1
     path = store.file_for("project").path
-    with lock_held_elsewhere(path.with_name(path.name + ".lock")) as pid, pytest.raises(
-        StoreError
-    ) as err:
+    with (
+        lock_held_elsewhere(path.with_name(path.name + ".lock")) as pid,
+        pytest.raises(StoreError) as err,
+    ):
         store.create("project", "fact", "t", "c")
     assert err.value.code == "LOCK_TIMEOUT"
     assert f"pid {pid}" in err.value.message

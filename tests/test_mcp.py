@@ -67,14 +67,27 @@ def store_of(home: Path, workspace: Path, user: str = "alice") -> MemoryStore:
 
 @asynccontextmanager
 async def client(
-    home: Path, workspace: Path, *args: str, user: str = "alice",
+    home: Path,
+    workspace: Path,
+    *args: str,
+    user: str = "alice",
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """An initialised client session with ``dsh-memory mcp ARGS`` as a real subprocess."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "dsh_memory_tui.cli", "--home", str(home), "--workspace", str(workspace),
-              "--user", user, "mcp", *args],
+        args=[
+            "-m",
+            "dsh_memory_tui.cli",
+            "--home",
+            str(home),
+            "--workspace",
+            str(workspace),
+            "--user",
+            user,
+            "mcp",
+            *args,
+        ],
         env={"PYTHONPATH": str(REPO_ROOT), **(env or {})},
         cwd=str(workspace),
     )
@@ -88,8 +101,9 @@ async def client(
             yield session
 
 
-async def call(session: ClientSession, tool: str, meta: dict[str, Any] | None = None,
-               **arguments: Any) -> tuple[bool, str]:
+async def call(
+    session: ClientSession, tool: str, meta: dict[str, Any] | None = None, **arguments: Any
+) -> tuple[bool, str]:
     """(isError, text) of one tool call."""
     with anyio.fail_after(CALL_TIMEOUT_S):
         result = await session.call_tool(tool, arguments, meta=meta)
@@ -97,8 +111,9 @@ async def call(session: ClientSession, tool: str, meta: dict[str, Any] | None = 
     return bool(result.is_error), text
 
 
-async def ok(session: ClientSession, tool: str, meta: dict[str, Any] | None = None,
-             **arguments: Any) -> str:
+async def ok(
+    session: ClientSession, tool: str, meta: dict[str, Any] | None = None, **arguments: Any
+) -> str:
     error, text = await call(session, tool, meta, **arguments)
     assert not error, text
     return text
@@ -150,7 +165,9 @@ async def test_lists_the_three_tools_with_annotations_and_the_resources(dirs):
         tools = {t.name: t for t in (await session.list_tools()).tools}
         resources = {str(r.uri) for r in (await session.list_resources()).resources}
     assert set(tools) == {
-        "workspace_memory_propose", "workspace_memory_search", "workspace_memory_list"
+        "workspace_memory_propose",
+        "workspace_memory_search",
+        "workspace_memory_list",
     }
     propose = tools["workspace_memory_propose"]
     assert propose.annotations.read_only_hint is False
@@ -166,7 +183,9 @@ async def test_lists_the_three_tools_with_annotations_and_the_resources(dirs):
         assert tools[name].annotations.open_world_hint is False
     assert tools["workspace_memory_search"].input_schema["required"] == ["query"]
     assert resources == {
-        "memory://verified", "memory://verified/session", "memory://verified/project",
+        "memory://verified",
+        "memory://verified/session",
+        "memory://verified/project",
         "memory://verified/user",
     }
 
@@ -187,13 +206,22 @@ async def test_a_proposal_is_the_line_the_hosts_propose_memory_writes(dirs):
     project = store.file_for(Scope.PROJECT)
     async with client(home, workspace, "--session", SESSION) as session:
         answer = await ok(
-            session, "workspace_memory_propose", {"claudecode/toolUseId": "toolu_01"},
-            type="convention", title="Run ruff", content="CI fails on ruff errors",
+            session,
+            "workspace_memory_propose",
+            {"claudecode/toolUseId": "toolu_01"},
+            type="convention",
+            title="Run ruff",
+            content="CI fails on ruff errors",
             tags=["ci", "lint"],
         )
         answer_session = await ok(
-            session, "workspace_memory_propose", None, type="fact", title="Port",
-            content="The dev server listens on 8080", scope="session",
+            session,
+            "workspace_memory_propose",
+            None,
+            type="fact",
+            title="Port",
+            content="The dev server listens on 8080",
+            scope="session",
         )
     assert answer == ANSWER.format(title="Run ruff", scope="project")
     assert answer_session == ANSWER.format(title="Port", scope="session")
@@ -201,15 +229,20 @@ async def test_a_proposal_is_the_line_the_hosts_propose_memory_writes(dirs):
     [record] = host_verdicts(project.path, project.location)
     assert record.id.startswith("memory:") and record.scopeKey == store.paths.root_id
     line = lines(project.path)[0]
-    assert line["provenance"] == {"kind": "agent", "sessionId": SESSION,
-                                  "note": "memory proposal"}
+    assert line["provenance"] == {"kind": "agent", "sessionId": SESSION, "note": "memory proposal"}
     assert line["governance"] == {
         "origin": "model-suggested",
         "sourceRefs": [{"kind": "session", "id": SESSION}, {"kind": "event", "id": "toolu_01"}],
-        "verification": "unverified", "revision": 1, "retention": "project-delete",
+        "verification": "unverified",
+        "revision": 1,
+        "retention": "project-delete",
     }
     assert (line["type"], line["title"], line["content"], line["tags"]) == (
-        "convention", "Run ruff", "CI fails on ruff errors", ["ci", "lint"])
+        "convention",
+        "Run ruff",
+        "CI fails on ruff errors",
+        ["ci", "lint"],
+    )
     assert line["status"] == "active" and line["useCount"] == 0
     assert line["contentHash"] == content_hash("CI fails on ruff errors")
 
@@ -221,8 +254,7 @@ async def test_a_proposal_is_the_line_the_hosts_propose_memory_writes(dirs):
     # No tool-call id from the client: the session ref alone, as the host writes it.
     assert sline["governance"]["sourceRefs"] == [{"kind": "session", "id": SESSION}]
     assert sline["governance"]["retention"] == "session-end"
-    assert store.review_queue() and {r.id for r in store.review_queue()} == {
-        record.id, srecord.id}
+    assert store.review_queue() and {r.id for r in store.review_queue()} == {record.id, srecord.id}
 
 
 async def test_a_proposal_is_an_append_an_open_view_sees_at_once(dirs):
@@ -234,8 +266,14 @@ async def test_a_proposal_is_an_append_an_open_view_sees_at_once(dirs):
     view = store.view(store.file_for(Scope.PROJECT))
     view.refresh()
     async with client(home, workspace, "--session", "agent-7") as session:
-        await ok(session, "workspace_memory_propose", None, type="fact", title="New",
-                 content="A new fact")
+        await ok(
+            session,
+            "workspace_memory_propose",
+            None,
+            type="fact",
+            title="New",
+            content="A new fact",
+        )
         change = view.refresh()
     assert not change.reset and len(change.ids) == 1
     proposed = view.current[change.ids[0]]
@@ -245,15 +283,34 @@ async def test_a_proposal_is_an_append_an_open_view_sees_at_once(dirs):
 async def test_the_host_writes_the_same_proposal_and_reads_ours(dirs, host, tmp_path):
     home, workspace = dirs
     async with client(home, workspace, "--session", SESSION) as session:
-        await ok(session, "workspace_memory_propose", {"claudecode/toolUseId": "toolu_9"},
-                 type="decision", title="Use PostgreSQL 16", content="The main store is pg16",
-                 tags=["db"])
+        await ok(
+            session,
+            "workspace_memory_propose",
+            {"claudecode/toolUseId": "toolu_9"},
+            type="decision",
+            title="Use PostgreSQL 16",
+            content="The main store is pg16",
+            tags=["db"],
+        )
     other_home, other_ws = tmp_path / "host-home", tmp_path / "host-ws"
     other_home.mkdir()
     other_ws.mkdir()
-    host.run("propose", "--type", "decision", "--title", "Use PostgreSQL 16", "--content",
-             "The main store is pg16", "--tag", "db", "--event", "toolu_9",
-             home=other_home, workspace=other_ws, session=SESSION)
+    host.run(
+        "propose",
+        "--type",
+        "decision",
+        "--title",
+        "Use PostgreSQL 16",
+        "--content",
+        "The main store is pg16",
+        "--tag",
+        "db",
+        "--event",
+        "toolu_9",
+        home=other_home,
+        workspace=other_ws,
+        session=SESSION,
+    )
     ours = lines(workspace / ".dsh/workspace-memory/records.jsonl")[0]
     theirs = lines(other_ws / ".dsh/workspace-memory/records.jsonl")[0]
     for line in (ours, theirs):
@@ -267,26 +324,42 @@ async def test_the_host_writes_the_same_proposal_and_reads_ours(dirs, host, tmp_
 
 BAD_PROPOSALS = [
     ({"type": "rumour", "title": "t", "content": "c"}, "Memory proposal type is invalid"),
-    ({"type": "fact", "title": "t", "content": "c", "scope": "user"},
-     "Memory proposal scope is invalid"),
-    ({"type": "fact", "title": "t", "content": "c", "scope": "shared-project"},
-     "Memory proposal scope is invalid"),
+    (
+        {"type": "fact", "title": "t", "content": "c", "scope": "user"},
+        "Memory proposal scope is invalid",
+    ),
+    (
+        {"type": "fact", "title": "t", "content": "c", "scope": "shared-project"},
+        "Memory proposal scope is invalid",
+    ),
     ({"type": "fact", "title": "   ", "content": "c"}, "Memory proposal title is required"),
     ({"type": "fact", "title": 5, "content": "c"}, "Memory proposal title is required"),
     ({"type": "fact", "title": "t", "content": "\n\t "}, "Memory proposal content is required"),
-    ({"type": "fact", "title": "é" * 129, "content": "c"},
-     "Memory title is invalid (over 256 UTF-8 bytes)"),
-    ({"type": "fact", "title": "bell\x07", "content": "c"},
-     "Memory title is invalid (contains a control character)"),
-    ({"type": "fact", "title": "t", "content": "x" * (64 * 1024 + 1)},
-     "Memory content is invalid (over 65536 UTF-8 bytes)"),
+    (
+        {"type": "fact", "title": "é" * 129, "content": "c"},
+        "Memory title is invalid (over 256 UTF-8 bytes)",
+    ),
+    (
+        {"type": "fact", "title": "bell\x07", "content": "c"},
+        "Memory title is invalid (contains a control character)",
+    ),
+    (
+        {"type": "fact", "title": "t", "content": "x" * (64 * 1024 + 1)},
+        "Memory content is invalid (over 65536 UTF-8 bytes)",
+    ),
     ({"type": "fact", "title": "t", "content": "nul\x00"}, "Memory content is invalid"),
-    ({"type": "fact", "title": "t", "content": "c", "tags": [f"t{i}" for i in range(33)]},
-     "Memory tags are invalid"),
-    ({"type": "fact", "title": "t", "content": "c", "tags": ["x" * 65]},
-     "Memory tag is invalid (over 64 UTF-8 bytes)"),
-    ({"type": "fact", "title": "t", "content": "c", "tags": "ci"},
-     "Memory proposal tags are invalid"),
+    (
+        {"type": "fact", "title": "t", "content": "c", "tags": [f"t{i}" for i in range(33)]},
+        "Memory tags are invalid",
+    ),
+    (
+        {"type": "fact", "title": "t", "content": "c", "tags": ["x" * 65]},
+        "Memory tag is invalid (over 64 UTF-8 bytes)",
+    ),
+    (
+        {"type": "fact", "title": "t", "content": "c", "tags": "ci"},
+        "Memory proposal tags are invalid",
+    ),
     ({"type": "fact", "title": "t"}, "content"),
 ]
 
@@ -304,13 +377,18 @@ async def test_bad_proposals_are_tool_errors_naming_the_rule_and_write_nothing(d
             assert "Traceback" not in text
             assert not project.exists() and not session_file.exists(), arguments
         # The server is still there, and a good proposal goes through.
-        await ok(session, "workspace_memory_propose", None, type="fact", title="t",
-                 content="c")
+        await ok(session, "workspace_memory_propose", None, type="fact", title="t", content="c")
     assert len(lines(project)) == 1
     # The title exactly at the host's limit is accepted (256 bytes).
     async with client(home, workspace) as session:
-        await ok(session, "workspace_memory_propose", None, type="fact", title="é" * 128,
-                 content="at the limit")
+        await ok(
+            session,
+            "workspace_memory_propose",
+            None,
+            type="fact",
+            title="é" * 128,
+            content="at the limit",
+        )
     assert len(lines(project)) == 2
 
 
@@ -346,15 +424,33 @@ async def test_session_is_the_flag_else_dsh_session_id_else_one_per_run(dirs):
     home, workspace = dirs
     store = store_of(home, workspace)
     async with client(home, workspace, env={"DSH_SESSION_ID": "from-env"}) as session:
-        await ok(session, "workspace_memory_propose", None, type="fact", title="a",
-                 content="from the environment")
+        await ok(
+            session,
+            "workspace_memory_propose",
+            None,
+            type="fact",
+            title="a",
+            content="from the environment",
+        )
     async with client(home, workspace) as session:
         for n in range(2):
-            await ok(session, "workspace_memory_propose", None, type="fact", title=f"g{n}",
-                     content=f"generated {n}")
+            await ok(
+                session,
+                "workspace_memory_propose",
+                None,
+                type="fact",
+                title=f"g{n}",
+                content=f"generated {n}",
+            )
     async with client(home, workspace) as session:
-        await ok(session, "workspace_memory_propose", None, type="fact", title="other run",
-                 content="another run")
+        await ok(
+            session,
+            "workspace_memory_propose",
+            None,
+            type="fact",
+            title="other run",
+            content="another run",
+        )
     sessions = [r.provenance.sessionId for r in store.records("project")]
     assert sessions[0] == "from-env"
     assert sessions[1] == sessions[2] and sessions[1].startswith("mcp-")
@@ -384,16 +480,20 @@ def never_served_store(home: Path, workspace: Path) -> dict[str, str]:
     marker = "shared marker word"
     ids["served project"] = _verified(store, "project", "served project", f"{marker} p")
     ids["served user"] = _verified(store, "user", "served user", f"{marker} u")
-    ids["served session"] = _verified(store, "session", "served session", f"{marker} s",
-                                      session=(SESSION, None))
+    ids["served session"] = _verified(
+        store, "session", "served session", f"{marker} s", session=(SESSION, None)
+    )
     ids["pinned project"] = _verified(store, "project", "pinned project", f"{marker} pin")
     store.apply("pin", ids["pinned project"])
     ids["unverified proposal"] = store.propose(
-        "project", "fact", "unverified proposal", f"{marker} 1", session=(SESSION, None)).id
-    ids["unverified created"] = store.create("project", "fact", "unverified created",
-                                             f"{marker} 2").id
-    ids["rejected"] = store.propose("project", "fact", "rejected", f"{marker} 3",
-                                    session=(SESSION, None)).id
+        "project", "fact", "unverified proposal", f"{marker} 1", session=(SESSION, None)
+    ).id
+    ids["unverified created"] = store.create(
+        "project", "fact", "unverified created", f"{marker} 2"
+    ).id
+    ids["rejected"] = store.propose(
+        "project", "fact", "rejected", f"{marker} 3", session=(SESSION, None)
+    ).id
     store.reject(ids["rejected"])
     ids["archived"] = _verified(store, "project", "archived", f"{marker} 4")
     store.archive(ids["archived"])
@@ -403,10 +503,10 @@ def never_served_store(home: Path, workspace: Path) -> dict[str, str]:
     store.edit(ids["stale"], 2, content=f"{marker} 6 edited")
     ids["expired"] = _verified(store, "project", "expired", f"{marker} 7")
     _expire(store, ids["expired"])
-    ids["other session"] = _verified(store, "session", "other session", f"{marker} 8",
-                                     session=("s2", None))
-    ids["shared"] = _verified(store, "shared-project", "shared", f"{marker} 9",
-                              confirm_shared=True)
+    ids["other session"] = _verified(
+        store, "session", "other session", f"{marker} 8", session=("s2", None)
+    )
+    ids["shared"] = _verified(store, "shared-project", "shared", f"{marker} 9", confirm_shared=True)
     bob = store_of(home, workspace, "bob")
     ids["bob's profile"] = _verified(bob, "user", "bob's profile", f"{marker} 10")
     return ids
@@ -463,8 +563,14 @@ async def test_include_shared_serves_verified_shared_records(dirs):
 async def test_a_record_verified_through_the_cli_is_served_by_the_running_server(dirs):
     home, workspace = dirs
     async with client(home, workspace, "--session", SESSION) as session:
-        await ok(session, "workspace_memory_propose", None, type="preference",
-                 title="Tabs over spaces", content="The user prefers tabs")
+        await ok(
+            session,
+            "workspace_memory_propose",
+            None,
+            type="preference",
+            title="Tabs over spaces",
+            content="The user prefers tabs",
+        )
         before = await ok(session, "workspace_memory_search", query="tabs")
         assert served_titles(before) == []
         rid = store_of(home, workspace).records("project")[0].id
@@ -497,8 +603,10 @@ async def test_the_resource_text_is_exactly_agent_views_output(dirs):
     # order may change, nothing else.)
     assert sorted(project.split("\n## ")[1:]) == sorted(expected_project.split("\n## ")[1:])
     assert listed == again
-    assert text.startswith("# Verified workspace memory\n\n4 records a human verified for "
-                           "this session, this project, every project of this user")
+    assert text.startswith(
+        "# Verified workspace memory\n\n4 records a human verified for "
+        "this session, this project, every project of this user"
+    )
     assert "## pinned project\n\n_fact · project · pinned · verified " in text
     assert "\n\nshared marker word pin\n" in text
 
@@ -517,10 +625,10 @@ async def test_search_ranks_like_the_hosts_record_rank_and_respects_limit(dirs):
     async with client(home, workspace, "--session", SESSION) as session:
         text = await ok(session, "workspace_memory_search", query="Deploy Checklist")
         top2 = await ok(session, "workspace_memory_search", query="deploy checklist", limit=2)
-        big = await ok(session, "workspace_memory_search", query="deploy checklist",
-                       limit=1000)
-        typed = await ok(session, "workspace_memory_search", query="deploy checklist",
-                         type="decision")
+        big = await ok(session, "workspace_memory_search", query="deploy checklist", limit=1000)
+        typed = await ok(
+            session, "workspace_memory_search", query="deploy checklist", type="decision"
+        )
         bad = [
             await call(session, "workspace_memory_search", query=" "),
             await call(session, "workspace_memory_search", query="q" * 257),
@@ -528,8 +636,11 @@ async def test_search_ranks_like_the_hosts_record_rank_and_respects_limit(dirs):
             await call(session, "workspace_memory_search", query="q", type="rumour"),
         ]
     order = [exact, sub_old, sub_new, tokens, some]
-    got = [line.rsplit("id: ", 1)[1].rstrip("_") for line in text.splitlines()
-           if line.startswith("_") and "id: " in line]
+    got = [
+        line.rsplit("id: ", 1)[1].rstrip("_")
+        for line in text.splitlines()
+        if line.startswith("_") and "id: " in line
+    ]
     assert got == order
     assert served_titles(top2) == ["deploy checklist", "Release"]
     assert len(served_titles(big)) == 5
@@ -546,9 +657,15 @@ def test_record_rank_matches_the_hosts_ranks():
         from dsh_memory_tui.model import Origin, make_record
 
         return make_record(
-            scope=Scope.PROJECT, scope_key="root:x", record_type=RecordType.FACT, title=title,
-            content=content, tags=tags, provenance=Provenance(kind=ProvenanceKind.USER),
-            origin=Origin.USER_AUTHORED, source_refs=[],
+            scope=Scope.PROJECT,
+            scope_key="root:x",
+            record_type=RecordType.FACT,
+            title=title,
+            content=content,
+            tags=tags,
+            provenance=Provenance(kind=ProvenanceKind.USER),
+            origin=Origin.USER_AUTHORED,
+            source_refs=[],
         )
 
     assert av.record_rank(record("Deploy Checklist", "c", []), "deploy checklist") == 0
@@ -700,8 +817,12 @@ def test_without_the_sdk_mcp_is_a_one_line_error_naming_the_extra(dirs):
         f"sys.exit(main(['--home', {str(home)!r}, '--workspace', {str(workspace)!r}, 'mcp']))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdin=subprocess.DEVNULL,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 1
     assert done.stdout == ""

@@ -159,54 +159,77 @@ def _drop(path: str) -> Any:
 
 # name -> (mutation, the host's message)
 MUTATIONS: dict[str, tuple[Any, str]] = {
-    "hash not sha256-prefixed hex": (_set("contentHash", "md5:abc"),
-                                     "Memory content hash is invalid"),
-    "hash in uppercase hex": (_set("contentHash", "sha256:" + "A" * 64),
-                              "Memory content hash is invalid"),
-    "hash of other content": (_set("contentHash", content_hash("something else")),
-                              "Memory content hash is invalid"),
+    "hash not sha256-prefixed hex": (
+        _set("contentHash", "md5:abc"),
+        "Memory content hash is invalid",
+    ),
+    "hash in uppercase hex": (
+        _set("contentHash", "sha256:" + "A" * 64),
+        "Memory content hash is invalid",
+    ),
+    "hash of other content": (
+        _set("contentHash", content_hash("something else")),
+        "Memory content hash is invalid",
+    ),
     "no sourceRefs for a non user-authored origin": (
-        _set("governance.sourceRefs", []), "Non-user Memory requires a source reference"),
+        _set("governance.sourceRefs", []),
+        "Non-user Memory requires a source reference",
+    ),
     "a sourceRef of kind record": (
         _set("governance.sourceRefs", [{"kind": "record", "id": "memory:x"}]),
-        "Memory source reference kind is invalid"),
+        "Memory source reference kind is invalid",
+    ),
     "a sourceRef of kind bundle": (
         _set("governance.sourceRefs", [{"kind": "bundle", "id": "b"}]),
-        "Memory source reference kind is invalid"),
+        "Memory source reference kind is invalid",
+    ),
     "a sourceRef hash that is not a hash": (
         _set("governance.sourceRefs", [{"kind": "import", "id": "m", "contentHash": "x"}]),
-        "Memory source reference hash is invalid"),
-    "verified without verifiedAt": (_set("governance.verification", "verified"),
-                                    "Verified Memory requires a timestamp"),
-    "pinned without pinnedBy": (_set("governance.pinnedAt", 1764000120000),
-                                "Pinned Memory requires an actor"),
+        "Memory source reference hash is invalid",
+    ),
+    "verified without verifiedAt": (
+        _set("governance.verification", "verified"),
+        "Verified Memory requires a timestamp",
+    ),
+    "pinned without pinnedBy": (
+        _set("governance.pinnedAt", 1764000120000),
+        "Pinned Memory requires an actor",
+    ),
     "revision 0": (_set("governance.revision", 0), "Memory revision is invalid"),
     "updatedAt before createdAt": (_set("updatedAt", 1), "Memory timestamps are invalid"),
     "negative useCount": (_set("useCount", -1), "Memory useCount is invalid"),
     "a required field missing": (_drop("title"), "Memory title is invalid"),
     "a null for an optional field": (_set("lastUsedAt", None), "Memory lastUsedAt is invalid"),
-    "a null provenance sessionId": (_set("provenance.sessionId", None),
-                                    "Memory provenance session is invalid"),
-    "a number given as a string": (_set("createdAt", "1764000120000"),
-                                   "Memory createdAt is invalid"),
-    "a fraction for an integer": (_set("createdAt", 1764000120000.5),
-                                  "Memory createdAt is invalid"),
+    "a null provenance sessionId": (
+        _set("provenance.sessionId", None),
+        "Memory provenance session is invalid",
+    ),
+    "a number given as a string": (
+        _set("createdAt", "1764000120000"),
+        "Memory createdAt is invalid",
+    ),
+    "a fraction for an integer": (
+        _set("createdAt", 1764000120000.5),
+        "Memory createdAt is invalid",
+    ),
     "an integer past 2^53 - 1": (_set("updatedAt", 2**53), "Memory updatedAt is invalid"),
     "a boolean for a number": (_set("useCount", True), "Memory useCount is invalid"),
-    "a boolean for schemaVersion": (_set("schemaVersion", True),
-                                    "Memory record schema is invalid"),
-    "a fraction for schemaVersion": (_set("schemaVersion", 1.5),
-                                     "Memory record schema is invalid"),
+    "a boolean for schemaVersion": (_set("schemaVersion", True), "Memory record schema is invalid"),
+    "a fraction for schemaVersion": (_set("schemaVersion", 1.5), "Memory record schema is invalid"),
     "tags not a list of strings": (_set("tags", [1]), "Memory tag is invalid"),
     "33 tags": (_set("tags", [f"t{i}" for i in range(33)]), "Memory tags are invalid"),
     "a title of 257 UTF-8 bytes": (_set("title", "é" * 128 + "x"), "Memory title is invalid"),
-    "a title of JS whitespace only": (_set("title", "\u00a0\u3000\ufeff"),
-                                      "Memory title is invalid"),
+    "a title of JS whitespace only": (
+        _set("title", "\u00a0\u3000\ufeff"),
+        "Memory title is invalid",
+    ),
     "a tab in a title": (_set("title", "a\tb"), "Memory title is invalid"),
     "a control character in content": (_set("content", "a\x07b"), "Memory content is invalid"),
     "content over 64 KiB": (_set("content", "x" * (64 * 1024 + 1)), "Memory content is invalid"),
-    "scope of another file": (_set("scope", "user"),
-                              "Memory record scope does not match this store"),
+    "scope of another file": (
+        _set("scope", "user"),
+        "Memory record scope does not match this store",
+    ),
 }
 
 
@@ -292,9 +315,15 @@ def test_verified_with_verified_at_is_valid() -> None:
 def _session_record(session_id: str, root: str) -> Record:
     key = session_scope_key(session_id, root)
     return make_record(
-        scope=Scope.SESSION, scope_key=key, record_type=RecordType.FACT, title="t",
-        content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.TOOL, sessionId=session_id),
-        origin=Origin.DERIVED, source_refs=[SourceRef(kind="session", id=session_id)],
+        scope=Scope.SESSION,
+        scope_key=key,
+        record_type=RecordType.FACT,
+        title="t",
+        content="c",
+        tags=[],
+        provenance=Provenance(kind=ProvenanceKind.TOOL, sessionId=session_id),
+        origin=Origin.DERIVED,
+        source_refs=[SourceRef(kind="session", id=session_id)],
     )
 
 
@@ -391,19 +420,25 @@ def test_a_schema_version_that_is_no_safe_integer_is_corrupt(version: Any) -> No
 
 @pytest.mark.parametrize(
     ("kind", "origin", "verification", "ref_kind"),
-    [("user", "user-authored", "verified", None),
-     ("agent", "derived", "unverified", "session"),
-     ("tool", "derived", "unverified", "session"),
-     ("import", "imported", "unverified", "import")],
+    [
+        ("user", "user-authored", "verified", None),
+        ("agent", "derived", "unverified", "session"),
+        ("tool", "derived", "unverified", "session"),
+        ("import", "imported", "unverified", "import"),
+    ],
 )
 @pytest.mark.parametrize(
     ("scope", "retention"),
-    [("project", "project-delete"), ("shared-project", "project-delete"),
-     ("user", "user-managed")],
+    [("project", "project-delete"), ("shared-project", "project-delete"), ("user", "user-managed")],
 )
 def test_a_record_without_governance_gets_the_hosts_defaults(
-    both_paths: None, kind: str, origin: str, verification: str, ref_kind: str | None,
-    scope: str, retention: str,
+    both_paths: None,
+    kind: str,
+    origin: str,
+    verification: str,
+    ref_kind: str | None,
+    scope: str,
+    retention: str,
 ) -> None:
     obj = good()
     del obj["governance"]
@@ -448,8 +483,11 @@ def test_a_legacy_records_next_revision_writes_its_governance() -> None:
     assert not new.is_legacy
     out = json.loads(new.to_line())
     assert out["governance"] == {
-        "origin": "derived", "sourceRefs": [{"kind": "session", "id": "sess-host"}],
-        "verification": "unverified", "revision": 2, "retention": "project-delete",
+        "origin": "derived",
+        "sourceRefs": [{"kind": "session", "id": "sess-host"}],
+        "verification": "unverified",
+        "revision": 2,
+        "retention": "project-delete",
     }
 
 
@@ -466,8 +504,12 @@ def test_the_fixture_legacy_line_reads_with_defaults() -> None:
 
 def _verified(expires_at: int, pinned: bool = True) -> Record:
     obj = good()
-    obj["governance"] |= {"verification": "verified", "verifiedAt": obj["updatedAt"],
-                          "verifiedBy": "user", "expiresAt": expires_at}
+    obj["governance"] |= {
+        "verification": "verified",
+        "verifiedAt": obj["updatedAt"],
+        "verifiedBy": "user",
+        "expiresAt": expires_at,
+    }
     if pinned:
         obj["governance"] |= {"pinnedAt": obj["updatedAt"], "pinnedBy": "user"}
     record = parse_line(line(obj), PROJECT)
@@ -595,17 +637,26 @@ def test_new_ids_are_the_hosts_uuid_ids() -> None:
 
 @pytest.mark.parametrize(
     ("scope", "key", "retention"),
-    [(Scope.PROJECT, ROOT, "project-delete"), (Scope.SHARED, ROOT, "project-delete"),
-     (Scope.USER, "alice", "user-managed"),
-     (Scope.SESSION, session_scope_key("s", ROOT), "session-end")],
+    [
+        (Scope.PROJECT, ROOT, "project-delete"),
+        (Scope.SHARED, ROOT, "project-delete"),
+        (Scope.USER, "alice", "user-managed"),
+        (Scope.SESSION, session_scope_key("s", ROOT), "session-end"),
+    ],
 )
 def test_make_record_builds_a_host_valid_first_revision(
     scope: Scope, key: str, retention: str
 ) -> None:
     record = make_record(
-        scope=scope, scope_key=key, record_type=RecordType.CONVENTION, title="t",
-        content="c", tags=["a"], provenance=Provenance(kind=ProvenanceKind.AGENT, note="n"),
-        origin=Origin.MODEL_SUGGESTED, source_refs=[SourceRef(kind="session", id="s")],
+        scope=scope,
+        scope_key=key,
+        record_type=RecordType.CONVENTION,
+        title="t",
+        content="c",
+        tags=["a"],
+        provenance=Provenance(kind=ProvenanceKind.AGENT, note="n"),
+        origin=Origin.MODEL_SUGGESTED,
+        source_refs=[SourceRef(kind="session", id="s")],
         now=1764000000000,
     )
     assert UUID_ID.match(record.id)
@@ -613,8 +664,11 @@ def test_make_record_builds_a_host_valid_first_revision(
     assert record.status is Status.ACTIVE
     assert record.contentHash == content_hash("c")
     g = record.governance
-    assert (g.revision, g.verification, g.retention.value) == (1, Verification.UNVERIFIED,
-                                                               retention)
+    assert (g.revision, g.verification, g.retention.value) == (
+        1,
+        Verification.UNVERIFIED,
+        retention,
+    )
     assert parse_line(record.to_line(), Location(scope, key)) == record
     out = json.loads(record.to_line())
     assert "lastUsedAt" not in out and "verifiedAt" not in out["governance"]
@@ -622,10 +676,19 @@ def test_make_record_builds_a_host_valid_first_revision(
 
 def test_make_record_verified_gets_verified_by_user_and_a_conflict_group() -> None:
     record = make_record(
-        scope=Scope.PROJECT, scope_key=ROOT, record_type=RecordType.FACT, title="t",
-        content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.USER),
-        origin=Origin.USER_AUTHORED, source_refs=[], verification=Verification.VERIFIED,
-        verified_at=5, conflict_group="conflict:" + "0" * 24, record_id="memory:given",
+        scope=Scope.PROJECT,
+        scope_key=ROOT,
+        record_type=RecordType.FACT,
+        title="t",
+        content="c",
+        tags=[],
+        provenance=Provenance(kind=ProvenanceKind.USER),
+        origin=Origin.USER_AUTHORED,
+        source_refs=[],
+        verification=Verification.VERIFIED,
+        verified_at=5,
+        conflict_group="conflict:" + "0" * 24,
+        record_id="memory:given",
     )
     assert record.id == "memory:given"
     g = json.loads(record.to_line())["governance"]
@@ -636,14 +699,25 @@ def test_make_record_verified_gets_verified_by_user_and_a_conflict_group() -> No
 def test_make_record_refuses_what_the_host_would_refuse() -> None:
     def build(**kw: Any) -> Record:
         args: dict[str, Any] = dict(
-            scope=Scope.PROJECT, scope_key=ROOT, record_type=RecordType.FACT, title="t",
-            content="c", tags=[], provenance=Provenance(kind=ProvenanceKind.AGENT),
-            origin=Origin.MODEL_SUGGESTED, source_refs=[SourceRef(kind="session", id="s")],
+            scope=Scope.PROJECT,
+            scope_key=ROOT,
+            record_type=RecordType.FACT,
+            title="t",
+            content="c",
+            tags=[],
+            provenance=Provenance(kind=ProvenanceKind.AGENT),
+            origin=Origin.MODEL_SUGGESTED,
+            source_refs=[SourceRef(kind="session", id="s")],
         )
         return make_record(**(args | kw))
 
-    for bad in ({"source_refs": []}, {"title": "x" * 257}, {"tags": ["t"] * 33},
-                {"content": "a\x00"}, {"source_refs": [SourceRef(kind="file", id="a\nb")]}):
+    for bad in (
+        {"source_refs": []},
+        {"title": "x" * 257},
+        {"tags": ["t"] * 33},
+        {"content": "a\x00"},
+        {"source_refs": [SourceRef(kind="file", id="a\nb")]},
+    ):
         with pytest.raises(StoreError) as err:
             build(**bad)
         assert err.value.code == "INVALID_RECORD", bad

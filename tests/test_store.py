@@ -90,8 +90,9 @@ def store_dir_bytes(*dirs: Path) -> bytes:
 # ---------------------------------------------------------------- paths (SPEC 2)
 
 
-def test_dsh_home_defaults_to_dot_dsh_and_env_overrides(monkeypatch: pytest.MonkeyPatch,
-                                                        tmp_path: Path) -> None:
+def test_dsh_home_defaults_to_dot_dsh_and_env_overrides(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("DSH_HOME", raising=False)
     assert resolve_home() == Path.home() / ".dsh"
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "h"))
@@ -141,11 +142,16 @@ def test_each_scope_has_its_file(tmp_path: Path) -> None:
 
 
 def test_a_record_s_retention_defaults_by_scope(alice_store: MemoryStore) -> None:
-    expected = {Scope.PROJECT: Retention.PROJECT_DELETE, Scope.SHARED: Retention.PROJECT_DELETE,
-                Scope.USER: Retention.USER_MANAGED, Scope.SESSION: Retention.SESSION_END}
+    expected = {
+        Scope.PROJECT: Retention.PROJECT_DELETE,
+        Scope.SHARED: Retention.PROJECT_DELETE,
+        Scope.USER: Retention.USER_MANAGED,
+        Scope.SESSION: Retention.SESSION_END,
+    }
     for scope, retention in expected.items():
-        result = alice_store.create(scope, "fact", "t", f"retention {scope}",
-                                    session=("s", "r"), confirm_shared=True)
+        result = alice_store.create(
+            scope, "fact", "t", f"retention {scope}", session=("s", "r"), confirm_shared=True
+        )
         assert result.record.governance.retention is retention
 
 
@@ -176,7 +182,9 @@ def test_the_last_line_wins_even_with_a_lower_revision(alice_store: MemoryStore)
         f.write(current.to_line())
     assert alice_store.get(CONVENTION) == current
     assert [r.title for r in alice_store.history(CONVENTION)][-3:] == [
-        "first of two", "second of two", current.title,
+        "first of two",
+        "second of two",
+        current.title,
     ]
     # An invalid later line does not count.
     broken = json.loads(later.to_line()) | {"contentHash": "sha256:" + "0" * 64}
@@ -208,7 +216,8 @@ def test_a_legacy_record_reads_with_defaults_and_its_first_write_is_complete(
 
 def test_alice_never_sees_bobs_profile(alice_store: MemoryStore) -> None:
     assert {r.id for r in alice_store.records("user")} == {
-        ALICE_PREF, "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab",
+        ALICE_PREF,
+        "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab",
     }
     with pytest.raises(StoreError) as err:
         alice_store.get(BOB_PREF)
@@ -227,14 +236,24 @@ def test_a_newer_schema_record_is_read_only(alice_store: MemoryStore) -> None:
 def test_an_external_append_is_picked_up_by_refresh(alice_store: MemoryStore) -> None:
     alice_store.refresh()
     other = MemoryStore.open(alice_store.paths.home, alice_store.paths.workspace, "alice")
-    new = other.propose("project", "fact", "from elsewhere", "appended by another process",
-                        source_refs=[SourceRef(kind="session", id="x")])
+    new = other.propose(
+        "project",
+        "fact",
+        "from elsewhere",
+        "appended by another process",
+        source_refs=[SourceRef(kind="session", id="x")],
+    )
     changes = {c.file.scope: c for c in alice_store.refresh()}
     # That write also quarantined the fixture's corrupt lines (a rewrite): read anew.
     assert changes[Scope.PROJECT].reset is True
     assert changes[Scope.PROJECT].ids[-1] == new.id
-    third = other.propose("project", "fact", "another", "a second append",
-                          source_refs=[SourceRef(kind="session", id="x")])
+    third = other.propose(
+        "project",
+        "fact",
+        "another",
+        "a second append",
+        source_refs=[SourceRef(kind="session", id="x")],
+    )
     change = alice_store.refresh(Scope.PROJECT)[0]
     assert (change.reset, change.ids) == (False, [third.id])
 
@@ -256,8 +275,13 @@ def test_create_writes_a_user_authored_unverified_record(alice_store: MemoryStor
 
 
 def test_propose_writes_a_model_suggested_record_with_sources(alice_store: MemoryStore) -> None:
-    result = alice_store.propose("user", "preference", "Tabs", "Prefers tabs.",
-                                 source_refs=[SourceRef(kind="session", id="s9")])
+    result = alice_store.propose(
+        "user",
+        "preference",
+        "Tabs",
+        "Prefers tabs.",
+        source_refs=[SourceRef(kind="session", id="s9")],
+    )
     record = alice_store.get(result.id)
     assert UUID_ID.fullmatch(result.id)
     assert record.governance.origin is Origin.MODEL_SUGGESTED
@@ -265,7 +289,8 @@ def test_propose_writes_a_model_suggested_record_with_sources(alice_store: Memor
     assert record.scopeKey == "alice"
     # The host's proposeMemory: provenance agent with its note.
     assert record.provenance.model_dump(exclude_none=True) == {
-        "kind": "agent", "note": "memory proposal",
+        "kind": "agent",
+        "note": "memory proposal",
     }
     with pytest.raises(StoreError) as err:
         alice_store.propose("project", "fact", "t", "no sources")
@@ -278,11 +303,16 @@ def test_propose_writes_a_model_suggested_record_with_sources(alice_store: Memor
 
 @pytest.mark.parametrize(
     ("kwargs", "code"),
-    [({"record_type": "note"}, "INVALID_RECORD"), ({"title": " "}, "INVALID_RECORD"),
-     ({"content": "\n"}, "INVALID_RECORD"), ({"scope": "session"}, "USAGE")],
+    [
+        ({"record_type": "note"}, "INVALID_RECORD"),
+        ({"title": " "}, "INVALID_RECORD"),
+        ({"content": "\n"}, "INVALID_RECORD"),
+        ({"scope": "session"}, "USAGE"),
+    ],
 )
-def test_a_bad_create_writes_nothing(alice_store: MemoryStore, kwargs: dict[str, str],
-                                     code: str) -> None:
+def test_a_bad_create_writes_nothing(
+    alice_store: MemoryStore, kwargs: dict[str, str], code: str
+) -> None:
     before = project_path(alice_store).read_bytes()
     args = {"scope": "project", "record_type": "fact", "title": "t", "content": "c"} | kwargs
     with pytest.raises(StoreError) as err:
@@ -305,8 +335,13 @@ def test_the_same_type_and_content_merges_into_the_existing_record(
     assert project_path(alice_store).read_bytes() == before
     # A proposal with a new ref: a revision of the existing record with the refs unioned
     # (its title is discarded).
-    again = alice_store.propose("project", "fact", "other title", "same content",
-                                source_refs=[SourceRef(kind="session", id="s")])
+    again = alice_store.propose(
+        "project",
+        "fact",
+        "other title",
+        "same content",
+        source_refs=[SourceRef(kind="session", id="s")],
+    )
     assert (again.id, again.written) == (first.id, True)
     merged = alice_store.get(first.id)
     assert merged.governance.revision == 2
@@ -315,8 +350,9 @@ def test_the_same_type_and_content_merges_into_the_existing_record(
     assert [(r.kind, r.id) for r in merged.governance.sourceRefs] == [("session", "s")]
     # The same ref again: nothing new, nothing written.
     before = project_path(alice_store).read_bytes()
-    repeat = alice_store.propose("project", "fact", "t", "same content",
-                                 source_refs=[SourceRef(kind="session", id="s")])
+    repeat = alice_store.propose(
+        "project", "fact", "t", "same content", source_refs=[SourceRef(kind="session", id="s")]
+    )
     assert (repeat.id, repeat.written) == (first.id, False)
     assert project_path(alice_store).read_bytes() == before
     other_type = alice_store.create("project", "decision", "one", "same content")
@@ -339,20 +375,29 @@ def test_a_new_record_with_a_rivals_title_gets_their_conflict_group(
 
 
 @pytest.mark.parametrize("action", ["archive", "reject"])
-def test_an_archived_or_rejected_record_absorbs_a_re_proposal(alice_store: MemoryStore,
-                                                              action: str) -> None:
+def test_an_archived_or_rejected_record_absorbs_a_re_proposal(
+    alice_store: MemoryStore, action: str
+) -> None:
     done = getattr(alice_store, action)(CONVENTION)
     content = alice_store.get(CONVENTION).content
-    known = alice_store.propose("project", "convention", "again", content,
-                                source_refs=[SourceRef(kind="session", id="sess-host")])
+    known = alice_store.propose(
+        "project",
+        "convention",
+        "again",
+        content,
+        source_refs=[SourceRef(kind="session", id="sess-host")],
+    )
     assert (known.id, known.written) == (CONVENTION, False)
-    again = alice_store.propose("project", "convention", "again", content,
-                                source_refs=[SourceRef(kind="session", id="s")])
+    again = alice_store.propose(
+        "project", "convention", "again", content, source_refs=[SourceRef(kind="session", id="s")]
+    )
     assert (again.id, again.written) == (CONVENTION, True)  # the new ref is merged in...
     merged = alice_store.get(CONVENTION)
     # ...and the record stays archived or rejected: a re-proposal does not resurrect it.
     assert (merged.status, merged.governance.verification) == (
-        done.status, done.governance.verification)
+        done.status,
+        done.governance.verification,
+    )
     assert merged.governance.revision == done.governance.revision + 1
     assert not any(r.id == CONVENTION for r in alice_store.review_queue())
 
@@ -368,12 +413,17 @@ def test_a_forgotten_record_does_not_absorb(alice_store: MemoryStore) -> None:
 
 
 def test_edit_appends_a_revision_with_the_same_id(alice_store: MemoryStore) -> None:
-    record = alice_store.edit(CONVENTION, 1, title="Run ruff", content="ruff first",
-                              record_type="decision", tags=["lint"])
+    record = alice_store.edit(
+        CONVENTION, 1, title="Run ruff", content="ruff first", record_type="decision", tags=["lint"]
+    )
     assert record.id == CONVENTION
     assert record.governance.revision == 2
     assert (record.title, record.content, record.type, record.tags) == (
-        "Run ruff", "ruff first", RecordType.DECISION, ["lint"])
+        "Run ruff",
+        "ruff first",
+        RecordType.DECISION,
+        ["lint"],
+    )
     assert [r.governance.revision for r in alice_store.history(CONVENTION)] == [1, 2]
     assert alice_store.get(CONVENTION).updatedAt >= alice_store.history(CONVENTION)[0].updatedAt
 
@@ -497,8 +547,10 @@ def test_archive_and_restore(alice_store: MemoryStore) -> None:
 def test_apply_many_is_one_batch_per_file(alice_store: MemoryStore) -> None:
     done = alice_store.apply_many("verify", [CONVENTION, PREFERENCE, ALICE_PREF])
     assert {r.id for r in done} == {CONVENTION, PREFERENCE, ALICE_PREF}
-    assert all(alice_store.get(i).governance.verification is Verification.VERIFIED
-               for i in (CONVENTION, PREFERENCE, ALICE_PREF))
+    assert all(
+        alice_store.get(i).governance.verification is Verification.VERIFIED
+        for i in (CONVENTION, PREFERENCE, ALICE_PREF)
+    )
 
 
 def test_apply_many_skips_what_the_rules_refuse_and_writes_the_rest(
@@ -558,8 +610,14 @@ def test_copy_keeps_verification(alice_store: MemoryStore) -> None:
 
 SHARED_WRITES: dict[str, Callable[..., Any]] = {
     "create": lambda s, **kw: s.create("shared-project", "fact", "t", "new shared", **kw),
-    "propose": lambda s, **kw: s.propose("shared-project", "fact", "t", "proposed",
-                                         source_refs=[SourceRef(kind="session", id="x")], **kw),
+    "propose": lambda s, **kw: s.propose(
+        "shared-project",
+        "fact",
+        "t",
+        "proposed",
+        source_refs=[SourceRef(kind="session", id="x")],
+        **kw,
+    ),
     "edit": lambda s, **kw: s.edit(SHARED, 1, title="edited", **kw),
     "verify": lambda s, **kw: s.verify(SHARED, **kw),
     "reject": lambda s, **kw: s.reject(SHARED, **kw),
@@ -608,8 +666,10 @@ def test_bobs_line_is_byte_identical_after_every_operation(alice_store: MemorySt
 
     created = alice_store.create("user", "fact", "mine", "alice only")
     check()
-    assert b"not json at all" in alice_store.view(alice_store.file_for("user")).safe.corrupt_path\
-        .read_bytes()
+    assert (
+        b"not json at all"
+        in alice_store.view(alice_store.file_for("user")).safe.corrupt_path.read_bytes()
+    )
     alice_store.edit(created.id, 1, content="alice edited")
     check()
     for action in ("verify", "pin", "unpin", "stale", "reverify", "archive", "restore"):
@@ -630,8 +690,11 @@ def test_bobs_line_is_byte_identical_after_every_operation(alice_store: MemorySt
 def test_compaction_keeps_other_profiles_history(alice_store: MemoryStore) -> None:
     bob = MemoryStore.open(alice_store.paths.home, alice_store.paths.workspace, "bob")
     bob.edit(BOB_PREF, 1, content="bob's second revision")
-    bob_lines = [x for x in alice_store.file_for("user").path.read_bytes().splitlines()
-                 if b'"scopeKey":"bob"' in x]
+    bob_lines = [
+        x
+        for x in alice_store.file_for("user").path.read_bytes().splitlines()
+        if b'"scopeKey":"bob"' in x
+    ]
     alice_store.edit(ALICE_PREF, 1, content="alice's second")
     alice_store.compact(alice_store.file_for("user"))
     lines = alice_store.file_for("user").path.read_bytes().splitlines()
@@ -663,16 +726,19 @@ def test_forget_leaves_a_tombstone_and_the_text_nowhere(alice_store: MemoryStore
     assert tombstone.governance.reviewNote is None and not tombstone.governance.pinned
     line = project_path(alice_store).read_bytes().splitlines()[-1]
     assert parse_line(line, alice_store.view(alice_store.file_for("project")).location) == (
-        tombstone)
+        tombstone
+    )
     assert [r.governance.revision for r in alice_store.history(result.id)] == [5]
     for path in directory.iterdir():
         assert b"hunter2" not in path.read_bytes(), path
         assert b"Secret title" not in path.read_bytes(), path
     assert alice_store.history(DECISION) == decision_history
-    for action in (lambda: alice_store.edit(result.id, 5, title="x"),
-                   lambda: alice_store.verify(result.id),
-                   lambda: alice_store.forget(result.id),
-                   lambda: alice_store.copy(result.id, "user")):
+    for action in (
+        lambda: alice_store.edit(result.id, 5, title="x"),
+        lambda: alice_store.verify(result.id),
+        lambda: alice_store.forget(result.id),
+        lambda: alice_store.copy(result.id, "user"),
+    ):
         with pytest.raises(StoreError) as err:
             action()
         assert err.value.code == "FORGOTTEN"
@@ -724,7 +790,8 @@ def test_a_write_quarantines_the_fixture_s_corrupt_lines_and_keeps_the_rest(
     assert json.loads(lines[6])["id"] == created.id
     entries = corrupt_entries(alice_store)
     assert [(e["line"], e["raw"].encode()) for e in entries] == [
-        (7, original[6]), (8, original[7].rstrip(b"\n") + b"\n"),
+        (7, original[6]),
+        (8, original[7].rstrip(b"\n") + b"\n"),
     ]
     assert all(type(e["capturedAt"]) is int for e in entries)
     assert alice_store.view(alice_store.file_for("project")).corrupt == []
@@ -746,14 +813,17 @@ def test_compaction_keeps_current_lines_and_newer_schema_lines_verbatim(
     result = alice_store.compact(alice_store.file_for("project"))
     path = project_path(alice_store)
     assert path.read_bytes() == b"".join(original[i] for i in (1, 2, 3, 4, 5))
-    assert path.with_name("records.jsonl.bak").read_bytes() == b"".join(original[:7]) + \
-        original[7] + b"\n"[: not original[7].endswith(b"\n")]
+    assert (
+        path.with_name("records.jsonl.bak").read_bytes()
+        == b"".join(original[:7]) + original[7] + b"\n"[: not original[7].endswith(b"\n")]
+    )
     assert (result.quarantined, result.lines_removed) == (2, 3)
     assert len(alice_store.history(DECISION)) == 1
 
 
-def test_a_hand_written_file_in_the_host_format_round_trips(fixture_home: tuple[Path, Path],
-                                                            tmp_path: Path) -> None:
+def test_a_hand_written_file_in_the_host_format_round_trips(
+    fixture_home: tuple[Path, Path], tmp_path: Path
+) -> None:
     home, workspace = fixture_home
     path = workspace / ".dsh/workspace-memory/records.jsonl"
     root = StorePaths(home, workspace, "alice").root_id.encode()
@@ -814,10 +884,17 @@ def test_a_valid_last_line_without_newline_is_read_and_kept(alice_store: MemoryS
 
 def _record(i: int, content: str, scope_key: str) -> Record:
     return make_record(
-        scope=Scope.PROJECT, scope_key=scope_key, record_type=RecordType.FACT,
-        title=f"filler {i:05d}", content=content, tags=[],
-        provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
-        source_refs=[], now=1764000000000, record_id=f"memory:user:fact:{i:032x}",
+        scope=Scope.PROJECT,
+        scope_key=scope_key,
+        record_type=RecordType.FACT,
+        title=f"filler {i:05d}",
+        content=content,
+        tags=[],
+        provenance=Provenance(kind=ProvenanceKind.USER),
+        origin=Origin.USER_AUTHORED,
+        source_refs=[],
+        now=1764000000000,
+        record_id=f"memory:user:fact:{i:032x}",
     )
 
 
@@ -884,8 +961,10 @@ def test_a_file_of_8_mib_plus_one_byte_is_read_only_but_readable(
     assert len(records) > 100
     view = alice_store.view(alice_store.file_for("project"))
     assert view.read_only
-    for write in (lambda: alice_store.create("project", "fact", "t", "c"),
-                  lambda: alice_store.verify(records[0].id)):
+    for write in (
+        lambda: alice_store.create("project", "fact", "t", "c"),
+        lambda: alice_store.verify(records[0].id),
+    ):
         with pytest.raises(StoreError) as err:
             write()
         assert err.value.code == "STORE_TOO_LARGE"
@@ -946,9 +1025,16 @@ def _old_lines(store: MemoryStore) -> list[bytes]:
     base = json.loads(store.get(CONVENTION).to_line())
     keyed = base | {"id": "memory:old-copy", "scopeKey": str(store.paths.workspace)}
     keyed["governance"] = keyed["governance"] | {
-        "sourceRefs": [{"kind": "record", "id": CONVENTION}]}
-    empty = base | {"id": "memory:old-forgotten", "title": "", "content": "", "tags": [],
-                    "contentHash": content_hash(""), "status": "forgotten"}
+        "sourceRefs": [{"kind": "record", "id": CONVENTION}]
+    }
+    empty = base | {
+        "id": "memory:old-forgotten",
+        "title": "",
+        "content": "",
+        "tags": [],
+        "contentHash": content_hash(""),
+        "status": "forgotten",
+    }
     return [json.dumps(x).encode() + b"\n" for x in (keyed, empty)]
 
 
@@ -958,19 +1044,21 @@ def test_check_finds_and_repairs_what_an_earlier_version_wrote(alice_store: Memo
     with path.open("ab") as f:
         f.writelines(_old_lines(alice_store))
     session = alice_store.file_for("session", FIXTURE_SESSION).path
-    old_session = session.with_name(sha256_hex(f"session-abc|{alice_store.paths.root_id}")
-                                    + ".jsonl")
+    old_session = session.with_name(
+        sha256_hex(f"session-abc|{alice_store.paths.root_id}") + ".jsonl"
+    )
     session.rename(old_session)  # named by the full sha256, as we used to
     n_lines = len(path.read_bytes().splitlines())
 
-    report = MemoryStore.open(alice_store.paths.home, alice_store.paths.workspace,
-                              "alice").check()
+    report = MemoryStore.open(alice_store.paths.home, alice_store.paths.workspace, "alice").check()
     found = sorted((p.path.name, p.kind, p.line_no) for p in report.problems)
-    assert found == sorted([
-        (old_session.name, "migratable", None),
-        ("records.jsonl", "migratable", n_lines - 1),
-        ("records.jsonl", "migratable", n_lines),
-    ])
+    assert found == sorted(
+        [
+            (old_session.name, "migratable", None),
+            ("records.jsonl", "migratable", n_lines - 1),
+            ("records.jsonl", "migratable", n_lines),
+        ]
+    )
     assert not report.clean
     repaired = alice_store.check(repair=True)
     assert repaired.clean
@@ -984,8 +1072,11 @@ def test_check_finds_and_repairs_what_an_earlier_version_wrote(alice_store: Memo
     assert forgotten.status is Status.FORGOTTEN
     assert forgotten.title == f"Forgotten memory {sha256_hex('memory:old-forgotten')[:12]}"
     assert fresh.records(session=FIXTURE_SESSION)[0].id == session_digest(fresh)
-    assert not fresh.view(fresh.file_for("project")).safe.corrupt_path.read_bytes().count(
-        b"memory:old-")  # made host-valid, not quarantined
+    assert (
+        not fresh.view(fresh.file_for("project"))
+        .safe.corrupt_path.read_bytes()
+        .count(b"memory:old-")
+    )  # made host-valid, not quarantined
 
 
 def test_a_rewrite_migrates_old_lines_instead_of_quarantining_them(
@@ -1074,11 +1165,16 @@ def test_keep_verifies_the_kept_rejects_unverified_rivals_archives_verified_ones
     assert result.kept.id == c and [r.id for r in result.written[1:]] in ([b, a], [a, b])
     kept, rival, verified = (alice_store.get(r) for r in (c, b, a))
     assert (kept.status, kept.governance.verification, kept.governance.verifiedBy) == (
-        Status.ACTIVE, Verification.VERIFIED, "user")
+        Status.ACTIVE,
+        Verification.VERIFIED,
+        "user",
+    )
     assert (rival.status, rival.governance.verification) == (Status.ACTIVE, Verification.REJECTED)
     assert rival.governance.reviewNote == f"another version was kept: {c}"
     assert (verified.status, verified.governance.verification) == (
-        Status.ARCHIVED, Verification.VERIFIED)
+        Status.ARCHIVED,
+        Verification.VERIFIED,
+    )
     assert alice_store.conflict(c)[1] == []  # resolved: no open rival left
     with pytest.raises(StoreError) as err:
         alice_store.keep(c)
@@ -1119,18 +1215,36 @@ def _moved_lines(store: MemoryStore, old_root: str) -> list[bytes]:
     holds after the project moved."""
     now = 1_700_000_000_000
     first = make_record(
-        scope=Scope.PROJECT, scope_key=old_root, record_type=RecordType.DECISION,
-        title="From before the move", content="Written at the old path.", tags=["old"],
-        provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
-        source_refs=[], record_id="memory:moved-1", now=now,
+        scope=Scope.PROJECT,
+        scope_key=old_root,
+        record_type=RecordType.DECISION,
+        title="From before the move",
+        content="Written at the old path.",
+        tags=["old"],
+        provenance=Provenance(kind=ProvenanceKind.USER),
+        origin=Origin.USER_AUTHORED,
+        source_refs=[],
+        record_id="memory:moved-1",
+        now=now,
     )
-    second = next_revision(first, now + 1, None, {"verification": Verification.VERIFIED,
-                                                   "verifiedAt": now + 1, "verifiedBy": "user"})
+    second = next_revision(
+        first,
+        now + 1,
+        None,
+        {"verification": Verification.VERIFIED, "verifiedAt": now + 1, "verifiedBy": "user"},
+    )
     other = make_record(
-        scope=Scope.PROJECT, scope_key=old_root, record_type=RecordType.FACT,
-        title="Another", content="Also old.", tags=[],
-        provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
-        source_refs=[], record_id="memory:moved-2", now=now,
+        scope=Scope.PROJECT,
+        scope_key=old_root,
+        record_type=RecordType.FACT,
+        title="Another",
+        content="Also old.",
+        tags=[],
+        provenance=Provenance(kind=ProvenanceKind.USER),
+        origin=Origin.USER_AUTHORED,
+        source_refs=[],
+        record_id="memory:moved-2",
+        now=now,
     )
     return [r.to_line() for r in (first, second, other)]
 
@@ -1189,8 +1303,12 @@ def test_adopt_in_shared_needs_confirmation(alice_store: MemoryStore) -> None:
     old_root = "root:" + "cd" * 32
     shared = alice_store.file_for(Scope.SHARED)
     with open(shared.path, "ab") as f:
-        f.write(json.dumps(dict(json.loads(_moved_lines(alice_store, old_root)[0]),
-                                scope="shared-project")).encode() + b"\n")
+        f.write(
+            json.dumps(
+                dict(json.loads(_moved_lines(alice_store, old_root)[0]), scope="shared-project")
+            ).encode()
+            + b"\n"
+        )
     with pytest.raises(StoreError) as err:
         alice_store.adopt(shared)
     assert err.value.code == "SHARED_WRITE_UNCONFIRMED"
@@ -1203,8 +1321,10 @@ def test_the_conflict_index_opens_and_closes_groups_and_says_which_rows_changed(
     from dsh_memory_tui.governance import ConflictIndex
 
     ref = [SourceRef(kind="session", id="s1")]
-    copies = [alice_store.propose("project", "fact", "Same", f"Copy {i}.", source_refs=ref)
-              for i in range(3)]
+    copies = [
+        alice_store.propose("project", "fact", "Same", f"Copy {i}.", source_refs=ref)
+        for i in range(3)
+    ]
     index = ConflictIndex()
     first = alice_store.get(copies[0].id)
     assert index.update(first) == {first.id} and index.group(first.id) is None

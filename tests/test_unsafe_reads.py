@@ -37,8 +37,9 @@ def test_the_library_refuses_to_read_through_a_linked_store_directory(
     assert err.value.code == "UNSAFE_PATH" and ".dsh" in err.value.message
 
 
-@pytest.mark.parametrize("args", [["list"], ["list", "--json"], ["export", "--out", "b.json"],
-                                  ["check"]])
+@pytest.mark.parametrize(
+    "args", [["list"], ["list", "--json"], ["export", "--out", "b.json"], ["check"]]
+)
 def test_the_cli_refuses_it_with_one_line_and_exit_1(
     linked: tuple[Path, Path], args: list[str]
 ) -> None:
@@ -62,9 +63,21 @@ def test_a_store_directory_linked_to_itself_is_an_error_not_a_traceback(tmp_path
 def test_the_app_exits_1_with_the_error_before_drawing(linked: tuple[Path, Path]) -> None:
     home, ours = linked
     done = subprocess.run(
-        [sys.executable, "-m", "dsh_memory_tui", "--home", str(home), "--workspace", str(ours),
-         "--user", "alice"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "dsh_memory_tui",
+            "--home",
+            str(home),
+            "--workspace",
+            str(ours),
+            "--user",
+            "alice",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     assert done.returncode == 1
@@ -87,9 +100,21 @@ def test_a_home_that_is_a_file_is_an_error_not_a_traceback(tmp_path: Path) -> No
 
 def test_a_path_too_long_for_the_system_is_a_usage_error(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(tmp_path / "home"),
-         "--workspace", str(tmp_path / ("x" * 5000)), "--user", "alice", "list"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "dsh_memory_tui.cli",
+            "--home",
+            str(tmp_path / "home"),
+            "--workspace",
+            str(tmp_path / ("x" * 5000)),
+            "--user",
+            "alice",
+            "list",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     assert done.returncode == 2 and done.stderr.startswith("error[USAGE]: ")

@@ -38,13 +38,25 @@ EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 DETAIL_DELAY_S = 0.06
 WIDE_FROM = 140  # columns from which the detail pane sits beside the table
 WRITE_ACTIONS = {
-    "verify", "reject", "reverify", "pin", "archive", "restore", "forget", "edit", "copy",
-    "keep", "adopt",
+    "verify",
+    "reject",
+    "reverify",
+    "pin",
+    "archive",
+    "restore",
+    "forget",
+    "edit",
+    "copy",
+    "keep",
+    "adopt",
 }
 # The app's actions that are one of the host's transitions, on the marked rows or the cursor's.
 GOVERNED = {
-    "verify": Action.VERIFY, "reject": Action.REJECT, "reverify": Action.REVERIFY,
-    "archive": Action.ARCHIVE, "restore": Action.RESTORE,
+    "verify": Action.VERIFY,
+    "reject": Action.REJECT,
+    "reverify": Action.REVERIFY,
+    "archive": Action.ARCHIVE,
+    "restore": Action.RESTORE,
 }
 _WRITE_ACTIONS_IN_ORDER = tuple(sorted(WRITE_ACTIONS))
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
@@ -85,14 +97,34 @@ ACTIONS: list[Key] = [
     Key("E", "export", "Export", "export a bundle"),
     Key("I", "import", "Import", "import a bundle (shows the plan before writing)"),
     Key("A", "toggle_inactive", "Show archived/forgotten", "show archived and forgotten records"),
-    Key("D", "toggle_derived", "Review: show derived",
-        "review queue: also show auto-derived session digests", footer=False),
-    Key("C", "compact", "Compact",
-        "compact this tab's file (the only way to shrink one over 8 MiB)", footer=False),
-    Key("M", "adopt", "Adopt moved records",
-        "a moved project: adopt its records under this workspace", footer=False),
-    Key("W", "agent_view", "What the agent sees",
-        "what an agent is served, per scope, with sizes", footer=False),
+    Key(
+        "D",
+        "toggle_derived",
+        "Review: show derived",
+        "review queue: also show auto-derived session digests",
+        footer=False,
+    ),
+    Key(
+        "C",
+        "compact",
+        "Compact",
+        "compact this tab's file (the only way to shrink one over 8 MiB)",
+        footer=False,
+    ),
+    Key(
+        "M",
+        "adopt",
+        "Adopt moved records",
+        "a moved project: adopt its records under this workspace",
+        footer=False,
+    ),
+    Key(
+        "W",
+        "agent_view",
+        "What the agent sees",
+        "what an agent is served, per scope, with sizes",
+        footer=False,
+    ),
     Key("question_mark", "help", "Help", "this help"),
     Key("q", "quit", "Quit", "quit"),
 ]
@@ -160,8 +192,13 @@ class MemoryApp(App[None]):
         with TabbedContent(id="tabs", initial=self.initial_tab):
             for spec in TABS:
                 with TabPane(spec.title, id=spec.id):
-                    pane = RecordPane(spec, self._belongs(spec), self.store.paths.root_id,
-                                      self._open_conflict, self.store.clock)
+                    pane = RecordPane(
+                        spec,
+                        self._belongs(spec),
+                        self.store.paths.root_id,
+                        self._open_conflict,
+                        self.store.clock,
+                    )
                     pane.visible = spec.id == self.initial_tab
                     yield pane
         yield Static("", id="status-line")
@@ -229,8 +266,14 @@ class MemoryApp(App[None]):
     @staticmethod
     def _mark(view: FileView) -> Mark:
         # Epoch and applied first (``sync`` reads them); the rest change only a banner.
-        return (view.epoch, len(view.applied), len(view.corrupt), view.read_only,
-                view.other_profile_lines, len(view.future))
+        return (
+            view.epoch,
+            len(view.applied),
+            len(view.corrupt),
+            view.read_only,
+            view.other_profile_lines,
+            len(view.future),
+        )
 
     def schedule_sync(self) -> None:
         """Coalesce a burst of file events into one sync per frame."""
@@ -261,7 +304,7 @@ class MemoryApp(App[None]):
                 reset = True
                 continue
             self._seen[view.path] = mark
-            for rid in view.applied[seen[1] if seen else 0:]:
+            for rid in view.applied[seen[1] if seen else 0 :]:
                 self.index[rid] = view
                 changed[rid] = view.current[rid]
         if reset:
@@ -281,8 +324,11 @@ class MemoryApp(App[None]):
             if rid not in changed and (other := self.record(rid)) is not None:
                 changed[rid] = other
         queued: list[Record] = []
-        groups = self._session_groups() if any(
-            r.scope is Scope.SESSION for r in changed.values()) else None
+        groups = (
+            self._session_groups()
+            if any(r.scope is Scope.SESSION for r in changed.values())
+            else None
+        )
         with self.batch_update():
             for pane in self.panes():
                 if groups is not None and pane.grouped:
@@ -322,10 +368,14 @@ class MemoryApp(App[None]):
                 shown = ", ".join(safe_text(s) for s in sessions[:2])
                 more = f" and {len(sessions) - 2} more" if len(sessions) > 2 else ""
                 source = f" from session{'s' if len(sessions) > 1 else ''} {shown}{more}"
-            self.notify(f"{n} new proposal{'s' if n != 1 else ''}{source} waiting for review",
-                        title="Review queue", markup=False)
-            self._announce_timer = self.set_timer(self.NOTIFICATION_TIMEOUT,
-                                                  self._flush_announcements)
+            self.notify(
+                f"{n} new proposal{'s' if n != 1 else ''}{source} waiting for review",
+                title="Review queue",
+                markup=False,
+            )
+            self._announce_timer = self.set_timer(
+                self.NOTIFICATION_TIMEOUT, self._flush_announcements
+            )
 
     def _session_groups(self) -> dict[str, str]:
         """Record id -> the group key of its session file: the file's scopeKey
@@ -392,12 +442,16 @@ class MemoryApp(App[None]):
         name = view.path.name
         notes = []
         if ours:
-            notes.append(f"ⓘ {ours} line(s) in {name} keyed by this workspace's path (an earlier "
-                         "dsh-memory): not shown; `dsh-memory check --repair` migrates them")
+            notes.append(
+                f"ⓘ {ours} line(s) in {name} keyed by this workspace's path (an earlier "
+                "dsh-memory): not shown; `dsh-memory check --repair` migrates them"
+            )
         if moved:
-            notes.append(f"ⓘ {moved} line(s) in {name} belong to another workspace (a moved or "
-                         f"copied project?): kept, not shown; M on the {_TAB_OF[view.scope]} "
-                         "tab adopts them into this workspace")
+            notes.append(
+                f"ⓘ {moved} line(s) in {name} belong to another workspace (a moved or "
+                f"copied project?): kept, not shown; M on the {_TAB_OF[view.scope]} "
+                "tab adopts them into this workspace"
+            )
         if others:
             notes.append(f"ⓘ {others} line(s) in {name} of other scopeKeys: kept, not shown")
         return notes
@@ -505,17 +559,20 @@ class MemoryApp(App[None]):
     def _show_detail(self, pane: RecordPane) -> None:
         key = pane.table.cursor_key
         if key and key.startswith(GROUP_PREFIX):
-            group = key[len(GROUP_PREFIX):]
-            views = [v for v in self.store.views(Scope.SESSION, refresh=False)
-                     if _group_key(v) == group]
+            group = key[len(GROUP_PREFIX) :]
+            views = [
+                v for v in self.store.views(Scope.SESSION, refresh=False) if _group_key(v) == group
+            ]
             session_id, root = split_session_key(group)
             lines = [f"session       {session_id}"]
             if root is not None:
                 lines.append(f"workspace     {root_label(root, self.store.paths.root_id)}")
             for view in views:
-                lines += [f"file          sessions/{view.path.name}",
-                          f"records       {len(view.current)} (read-only review material; "
-                          "copy one with c to keep it)"]
+                lines += [
+                    f"file          sessions/{view.path.name}",
+                    f"records       {len(view.current)} (read-only review material; "
+                    "copy one with c to keep it)",
+                ]
             pane.detail.show_note("Session", lines)
             return
         record = self.current_record(pane)
@@ -523,8 +580,13 @@ class MemoryApp(App[None]):
             pane.detail.show(None)
             return
         group, rivals = self._conflict_info(record)
-        pane.detail.show(record, self.index[record.id].history(record.id),
-                         conflict_group=group, rivals=len(rivals), now=self.store.clock())
+        pane.detail.show(
+            record,
+            self.index[record.id].history(record.id),
+            conflict_group=group,
+            rivals=len(rivals),
+            now=self.store.clock(),
+        )
 
     def record(self, rid: str) -> Record | None:
         view = self.index.get(rid)
@@ -574,8 +636,11 @@ class MemoryApp(App[None]):
         """
         if action == "adopt":
             if self._adopt_view() is None:
-                return ("UNAVAILABLE", "this tab's file has no lines of another workspace to "
-                        "adopt (the Project and Shared tabs say when they do)")
+                return (
+                    "UNAVAILABLE",
+                    "this tab's file has no lines of another workspace to "
+                    "adopt (the Project and Shared tabs say when they do)",
+                )
             return None
         if action not in WRITE_ACTIONS:
             return None
@@ -588,16 +653,20 @@ class MemoryApp(App[None]):
         for r in records:
             view = self.index[r.id]
             if view.read_only:
-                return ("STORE_TOO_LARGE", f"{view.path.name} is over 8 MiB and read-only; "
-                        "compact it (C) to write again")
+                return (
+                    "STORE_TOO_LARGE",
+                    f"{view.path.name} is over 8 MiB and read-only; compact it (C) to write again",
+                )
         one = records[0]
         now = self.store.clock()
         if action in ("edit", "copy"):
             if len(records) != 1:
                 return ("UNAVAILABLE", f"{action} works on one record; unmark the others")
             if action == "edit" and one.scope is Scope.SESSION:
-                return ("READ_ONLY_SCOPE", "session records are review material; copy one (c) "
-                        "to keep and edit it")
+                return (
+                    "READ_ONLY_SCOPE",
+                    "session records are review material; copy one (c) to keep and edit it",
+                )
             if one.status is Status.FORGOTTEN:
                 return ("FORGOTTEN", f"{one.id} was forgotten; its content is gone")
             return None
@@ -671,8 +740,9 @@ class MemoryApp(App[None]):
             answered,
         )
 
-    def run_write(self, scopes: Iterable[Scope], write: Callable[[bool], Any],
-                  done: str | None = None) -> None:
+    def run_write(
+        self, scopes: Iterable[Scope], write: Callable[[bool], Any], done: str | None = None
+    ) -> None:
         """Run ``write(confirm_shared)`` after the shared confirmation when needed; a
         StoreError becomes a notification; the view syncs either way.
         """
@@ -683,8 +753,7 @@ class MemoryApp(App[None]):
             except StoreError as exc:
                 # A refused transition is the record's state, not a failure of the store.
                 severity = "warning" if exc.code == "INVALID_TRANSITION" else "error"
-                self.notify(exc.message, title=f"error[{exc.code}]",
-                            severity=severity, timeout=8)
+                self.notify(exc.message, title=f"error[{exc.code}]", severity=severity, timeout=8)
             else:
                 if done:
                     self.notify(done)
@@ -710,14 +779,19 @@ class MemoryApp(App[None]):
             if len(records) == 1:
                 r = records[0]
                 try:
-                    self.store.apply(action, r.id, reason=reason,
-                                     base_revision=r.governance.revision,
-                                     confirm_shared=confirmed)
+                    self.store.apply(
+                        action,
+                        r.id,
+                        reason=reason,
+                        base_revision=r.governance.revision,
+                        confirm_shared=confirmed,
+                    )
                 except StoreError as exc:
                     raise _with_hint(exc, action, r) from None
             else:
                 written, skipped = self.store.apply_many_report(
-                    action, [r.id for r in records], reason=reason, confirm_shared=confirmed)
+                    action, [r.id for r in records], reason=reason, confirm_shared=confirmed
+                )
                 self._batch_done(action, len(written), skipped)
             pane.table.clear_marks()
 
@@ -753,8 +827,7 @@ class MemoryApp(App[None]):
         prompt = f"{verb} {what}?"
         if skipped:
             done = "verified" if action is Action.VERIFY else "rejected"
-            prompt += (f"\n{skipped} of them cannot be {done} in their state and will be "
-                       "skipped.")
+            prompt += f"\n{skipped} of them cannot be {done} in their state and will be skipped."
 
         def answered(reason: str | None) -> None:
             if reason is not None:
@@ -809,10 +882,12 @@ class MemoryApp(App[None]):
                 return
 
             def write(confirmed: bool) -> None:
-                result = self.store.keep(target.id, base_revision=target.governance.revision,
-                                         confirm_shared=confirmed)
-                parts = [f"kept “{result.kept.title}” "
-                         f"({result.kept.governance.verification.value})"]
+                result = self.store.keep(
+                    target.id, base_revision=target.governance.revision, confirm_shared=confirmed
+                )
+                parts = [
+                    f"kept “{result.kept.title}” ({result.kept.governance.verification.value})"
+                ]
                 if result.rejected:
                     parts.append(f"{len(result.rejected)} rejected")
                 if result.archived:
@@ -842,8 +917,10 @@ class MemoryApp(App[None]):
 
         def write(confirmed: bool) -> None:
             result = self.store.adopt(view.file, confirm_shared=confirmed)
-            text = (f"adopted {result.lines} line(s): {len(result.ids)} record(s) now shown "
-                    "here (and to the host)")
+            text = (
+                f"adopted {result.lines} line(s): {len(result.ids)} record(s) now shown "
+                "here (and to the host)"
+            )
             if result.left:
                 text += f"; {len(result.left)} left as they were ({result.left[0][1]})"
             self.notify(text, title="Adopted")
@@ -852,15 +929,18 @@ class MemoryApp(App[None]):
             if yes:
                 self.run_write([view.scope], write)
 
-        self.push_screen(ConfirmDialog(
-            "Adopt a moved project's records?",
-            f"{view.path} holds lines of another workspace:\n{lines}\n"
-            "written when this project was at another path (or by a copy of it). Neither the "
-            "host nor this app shows them here. Adopting rewrites those lines under this "
-            "workspace's rootId, in one locked write: each record keeps its history, and a "
-            ".bak of the file is written first.",
-            "Adopt",
-        ), answered)
+        self.push_screen(
+            ConfirmDialog(
+                "Adopt a moved project's records?",
+                f"{view.path} holds lines of another workspace:\n{lines}\n"
+                "written when this project was at another path (or by a copy of it). Neither the "
+                "host nor this app shows them here. Adopting rewrites those lines under this "
+                "workspace's rootId, in one locked write: each record keeps its history, and a "
+                ".bak of the file is written first.",
+                "Adopt",
+            ),
+            answered,
+        )
 
     def action_agent_view(self) -> None:
         from .screens.agent import AgentScreen
@@ -898,14 +978,22 @@ class MemoryApp(App[None]):
         def write(confirmed: bool) -> tuple[str, bool]:
             if result.record_id is None:
                 made = self.store.create(
-                    result.scope, result.record_type, result.title, result.content,
-                    result.tags, confirm_shared=confirmed,
+                    result.scope,
+                    result.record_type,
+                    result.title,
+                    result.content,
+                    result.tags,
+                    confirm_shared=confirmed,
                 )
                 return made.id, made.written
             assert result.base_revision is not None
             return self.store.edit(
-                result.record_id, result.base_revision, title=result.title,
-                content=result.content, record_type=result.record_type, tags=result.tags,
+                result.record_id,
+                result.base_revision,
+                title=result.title,
+                content=result.content,
+                record_type=result.record_type,
+                tags=result.tags,
                 confirm_shared=confirmed,
             ).id, True
 
@@ -913,16 +1001,21 @@ class MemoryApp(App[None]):
             rid, written = write(confirmed)
             self.sync()
             # The host's merge: a new record with the content of an existing one is that one.
-            self.notify(f"saved {rid}" if written else
-                        f"already recorded as {rid} (same type and content): nothing written")
+            self.notify(
+                f"saved {rid}"
+                if written
+                else f"already recorded as {rid} (same type and content): nothing written"
+            )
             done(rid)
 
         if result.scope is Scope.SHARED:
+
             def confirmed() -> None:
                 try:
                     finish(True)
                 except StoreError as exc:
                     self.notify(exc.message, title=f"error[{exc.code}]", severity="error")
+
             self.confirm_shared(self.store.paths.shared_file().path, confirmed)
         else:
             finish(False)
@@ -930,20 +1023,32 @@ class MemoryApp(App[None]):
     def action_new(self) -> None:
         scope = self.active_pane.spec.scope
         default = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
-        self.push_screen(RecordForm(record=None, scopes=EDITABLE_SCOPES, default_scope=default,
-                                    save=self._save_form), self._after_form)
+        self.push_screen(
+            RecordForm(
+                record=None, scopes=EDITABLE_SCOPES, default_scope=default, save=self._save_form
+            ),
+            self._after_form,
+        )
 
     def action_edit(self) -> None:
         record = self.current_record()
         if record is None:
             return
         if record.scope is Scope.SESSION:
-            self.notify("Session records are review material; copy one (c) to keep and edit it.",
-                        title="error[READ_ONLY_SCOPE]", severity="warning")
+            self.notify(
+                "Session records are review material; copy one (c) to keep and edit it.",
+                title="error[READ_ONLY_SCOPE]",
+                severity="warning",
+            )
             return
         self.push_screen(
-            RecordForm(record=record, scopes=EDITABLE_SCOPES, default_scope=record.scope,
-                       save=self._save_form, reload=self._reload),
+            RecordForm(
+                record=record,
+                scopes=EDITABLE_SCOPES,
+                default_scope=record.scope,
+                save=self._save_form,
+                reload=self._reload,
+            ),
             self._after_form,
         )
 
@@ -999,9 +1104,15 @@ class MemoryApp(App[None]):
                 self.run_write([f.scope for f in files], write)
 
         names = "\n".join(str(f.path) for f in files)
-        self.push_screen(ConfirmDialog(
-            "Compact?", f"Keep only each record's current revision in:\n{names}\n"
-            "(a .bak of each file is written first)", "Compact"), answered)
+        self.push_screen(
+            ConfirmDialog(
+                "Compact?",
+                f"Keep only each record's current revision in:\n{names}\n"
+                "(a .bak of each file is written first)",
+                "Compact",
+            ),
+            answered,
+        )
 
     def action_export(self) -> None:
         from .screens.bundles import ExportDialog
@@ -1013,8 +1124,9 @@ class MemoryApp(App[None]):
 
         scope = self.active_pane.spec.scope
         target = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
-        self.push_screen(ImportDialog(self.store, self.confirm_shared, target=target),
-                         self._bundle_done)
+        self.push_screen(
+            ImportDialog(self.store, self.confirm_shared, target=target), self._bundle_done
+        )
 
     def _bundle_done(self, message: str | None) -> None:
         if message:
@@ -1049,11 +1161,17 @@ class MemoryApp(App[None]):
                 continue
             why = self.unavailable(k.action) if screen is self.screen_stack[0] else None
             if why is None:
-                yield SystemCommand(f"{k.label} ({k.shown})", f"dsh-memory: {k.help}",
-                                    getattr(self, f"action_{k.action}"))
+                yield SystemCommand(
+                    f"{k.label} ({k.shown})",
+                    f"dsh-memory: {k.help}",
+                    getattr(self, f"action_{k.action}"),
+                )
             else:  # listed, so that choosing it says why it cannot run now
-                yield SystemCommand(f"{k.label} ({k.shown})", f"unavailable: {why[1]}",
-                                    lambda action=k.action: self.explain(action))
+                yield SystemCommand(
+                    f"{k.label} ({k.shown})",
+                    f"unavailable: {why[1]}",
+                    lambda action=k.action: self.explain(action),
+                )
 
 
 def _proposing_session(record: Record) -> str | None:
@@ -1065,15 +1183,17 @@ def _proposing_session(record: Record) -> str | None:
 
 def safe_text(text: str, limit: int = 40) -> str:
     """Untrusted text for a one-line message: control characters shown as escapes, cut."""
-    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode()
-                    for ch in text)
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 def _with_hint(exc: StoreError, action: Action, record: Record) -> StoreError:
     """A refused verify of a stale record says which key does it."""
-    if (exc.code == "INVALID_TRANSITION" and action is Action.VERIFY
-            and record.governance.verification is Verification.STALE):
+    if (
+        exc.code == "INVALID_TRANSITION"
+        and action is Action.VERIFY
+        and record.governance.verification is Verification.STALE
+    ):
         return StoreError(exc.code, f"{exc.message}; R re-verifies a stale record")
     return exc
 

@@ -20,8 +20,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="workspace root (default: the current directory)")
     p.add_argument("--user", help="acting user id (default: $DSH_USER_ID or the login name)")
     p.add_argument("--session", help="open on this session's records")
-    p.add_argument("--demo", action="store_true",
-                   help="open a fresh demo store (with live appends) in a temporary directory")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="open a fresh demo store (with live appends) in a temporary directory",
+    )
     p.add_argument("--no-watch", action="store_true", help="do not follow other processes' writes")
     return p
 
@@ -39,8 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             paths = StorePaths.resolve(demo.home, demo.workspace, demo.user)
             # The live simulator writes through its own store, as another process would.
             live = threading.Event()
-            threading.Thread(target=run_live, args=(demo,), kwargs={"stop": live},
-                             name="demo-live", daemon=True).start()
+            threading.Thread(
+                target=run_live, args=(demo,), kwargs={"stop": live}, name="demo-live", daemon=True
+            ).start()
         else:
             paths = StorePaths.resolve(args.home, args.workspace, args.user)
         from ..store import MemoryStore

@@ -31,8 +31,10 @@ COLUMNS = [
 FILTER_FIELDS = ("type", "status", "origin", "verification", "tag", "conflict")
 # Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
 FILTER_FLAGS = ("pinned", "stale", "expired")
-FILTER_HINT = ("filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
-               "verification: tag:   (/ to focus)")
+FILTER_HINT = (
+    "filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
+    "verification: tag:   (/ to focus)"
+)
 GROUP_PREFIX = "group:"
 
 
@@ -80,8 +82,7 @@ class RecordFilter:
                 flags.append(token)
             else:
                 words.append(token)
-        return cls(tuple(words), tuple(fields), tuple(flags),
-                   now_ms() if now is None else now)
+        return cls(tuple(words), tuple(fields), tuple(flags), now_ms() if now is None else now)
 
     def __bool__(self) -> bool:
         return bool(self.words or self.fields or self.flags)
@@ -249,9 +250,13 @@ class RecordPane(Vertical):
         for key in sorted(by_group):
             members = _newest_first(by_group[key])
             label = session_label(key, self.root_id, short=True)
-            rows.append(Row(f"{GROUP_PREFIX}{key}",
-                            ("session", f"{label}  ({len(members)})", "", "", "", "", "", ""),
-                            dim=True))
+            rows.append(
+                Row(
+                    f"{GROUP_PREFIX}{key}",
+                    ("session", f"{label}  ({len(members)})", "", "", "", "", "", ""),
+                    dim=True,
+                )
+            )
             rows.extend(self._row(r) for r in members)
         self.table.set_rows(rows)
 

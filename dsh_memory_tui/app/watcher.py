@@ -91,9 +91,7 @@ def scan_dirs(dirs: Sequence[Path]) -> dict[str, Stamp]:
     return out
 
 
-def changes_between(
-    before: dict[str, Stamp], after: dict[str, Stamp]
-) -> set[tuple[Change, str]]:
+def changes_between(before: dict[str, Stamp], after: dict[str, Stamp]) -> set[tuple[Change, str]]:
     changes = {(Change.deleted, p) for p in before.keys() - after.keys()}
     for path, stamp in after.items():
         old = before.get(path)

@@ -94,8 +94,10 @@ def _migration(obj: dict[str, Any], paths: StorePaths) -> list[str]:
                     new.append(ref)
             gov["sourceRefs"] = new[:32]
             fixed.append("sourceRefs of kind record/bundle (the host allows import)")
-    if obj.get("status") == "forgotten" and not js_trim(str(obj.get("title", ""))) and not js_trim(
-        str(obj.get("content", ""))
+    if (
+        obj.get("status") == "forgotten"
+        and not js_trim(str(obj.get("title", "")))
+        and not js_trim(str(obj.get("content", "")))
     ):
         obj["title"] = f"Forgotten memory {sha256_hex(str(obj.get('id')))[:12]}"
         obj["content"] = (
@@ -158,7 +160,8 @@ def other_roots(view: FileView, paths: StorePaths) -> dict[str, int]:
     if view.scope not in (Scope.PROJECT, Scope.SHARED):
         return {}
     return {
-        key: n for key, n in view.foreign.items()
+        key: n
+        for key, n in view.foreign.items()
         if key.startswith("root:") and key != paths.root_id
     }
 
@@ -171,9 +174,7 @@ def _foreign_object(entry: ParsedLine) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def adopt(
-    store: MemoryStore, view: FileView, from_root: str | None = None
-) -> AdoptResult:
+def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> AdoptResult:
     """Rewrite the file once, under its lock, with every line of another rootId (``from_root``,
     or all of them) under this workspace's rootId instead: each line keeps its place and its
     fields but the scopeKey, and so each record keeps its history (the old bytes go to the
@@ -189,9 +190,7 @@ def adopt(
         roots = other_roots(view, paths)
         if from_root is not None:
             if from_root not in roots:
-                raise StoreError(
-                    "NOT_FOUND", f"{view.path} has no lines of {from_root} to adopt"
-                )
+                raise StoreError("NOT_FOUND", f"{view.path} has no lines of {from_root} to adopt")
             roots = {from_root: roots[from_root]}
         result = AdoptResult(view.path)
         if not roots:
@@ -332,7 +331,9 @@ def check(store: MemoryStore, *, repair: bool = False) -> CheckReport:
     report = CheckReport()
     for old in _old_session_files(store):
         problem = Problem(
-            old, None, "migratable",
+            old,
+            None,
+            "migratable",
             "a session file named by the full sha256 of its scopeKey (an earlier dsh-memory); "
             f"the host reads {old.name[:32]}.jsonl",
         )
@@ -368,15 +369,23 @@ def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: Check
             continue
         found.append(Problem(file.path, bad.line_no, "corrupt", bad.reason))
     for line_no, what in sorted(migratable.items()):
-        found.append(Problem(
-            file.path, line_no, "migratable",
-            f"written by an earlier dsh-memory ({what}): the host cannot read it",
-        ))
+        found.append(
+            Problem(
+                file.path,
+                line_no,
+                "migratable",
+                f"written by an earlier dsh-memory ({what}): the host cannot read it",
+            )
+        )
     if view.read_only:
-        found.append(Problem(
-            file.path, None, "oversized",
-            f"{view.size} bytes is over the 8 MiB cap: read-only until compacted",
-        ))
+        found.append(
+            Problem(
+                file.path,
+                None,
+                "oversized",
+                f"{view.size} bytes is over the 8 MiB cap: read-only until compacted",
+            )
+        )
     torn_now = False
     if view.torn:
         try:
@@ -388,10 +397,14 @@ def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: Check
                 raise
             report.notes.append(f"{file.path}: a write is in progress (lock held)")
         if torn_now:
-            found.append(Problem(
-                file.path, view.reader.line_count + 1, "torn",
-                "the last line has no newline: a writer crashed mid-line",
-            ))
+            found.append(
+                Problem(
+                    file.path,
+                    view.reader.line_count + 1,
+                    "torn",
+                    "the last line has no newline: a writer crashed mid-line",
+                )
+            )
     if view.future:
         report.notes.append(
             f"{file.path}: {len(view.future)} line(s) from a newer schema, kept as they are"
@@ -407,7 +420,10 @@ def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: Check
         with view.safe.locked() as lock:
             view.refresh()
             writer.rewrite(
-                view, lock, clock=store.clock, compact=view.read_only,
+                view,
+                lock,
+                clock=store.clock,
+                compact=view.read_only,
                 migrate=store._migrate,
             )
         still_big = view.read_only

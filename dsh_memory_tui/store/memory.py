@@ -107,7 +107,8 @@ def tombstone(record: Record, now: int) -> Record:
         "erased from this file and its backup."
     )
     return next_revision(
-        record, now,
+        record,
+        now,
         {"status": Status.FORGOTTEN, "title": title, "content": content, "tags": []},
         None,
         ("pinnedAt", "pinnedBy", "reviewNote", "conflictGroup"),
@@ -137,8 +138,11 @@ class MemoryStore:
 
     @classmethod
     def open(
-        cls, home: str | Path | None = None, workspace: str | Path | None = None,
-        user: str | None = None, **kwargs: Any,
+        cls,
+        home: str | Path | None = None,
+        workspace: str | Path | None = None,
+        user: str | None = None,
+        **kwargs: Any,
     ) -> MemoryStore:
         return cls(StorePaths.resolve(home, workspace, user), **kwargs)
 
@@ -152,8 +156,11 @@ class MemoryStore:
         scope = Scope(scope)
         if scope is Scope.SESSION:
             if session is None:
-                raise StoreError("USAGE", "session scope needs --session (and --root, which "
-                                 "defaults to this workspace's rootId)")
+                raise StoreError(
+                    "USAGE",
+                    "session scope needs --session (and --root, which "
+                    "defaults to this workspace's rootId)",
+                )
             return self.paths.session_file(session[0], session[1])
         return self.paths.scope_file(scope)
 
@@ -306,13 +313,17 @@ class MemoryStore:
                 merged = next_revision(existing, self.clock(), None, {"sourceRefs": refs})
                 return [merged], WriteResult(merged.id, True, merged)
             rivals = [
-                r for r in view.same_title(record.type, record.title)
+                r
+                for r in view.same_title(record.type, record.title)
                 if r.contentHash != record.contentHash
             ]
             if rivals:
                 record = record.model_copy(
-                    update={"governance": record.governance.model_copy(
-                        update={"conflictGroup": conflict_group_for(record.title)})},
+                    update={
+                        "governance": record.governance.model_copy(
+                            update={"conflictGroup": conflict_group_for(record.title)}
+                        )
+                    },
                 )
                 record.governance.__pydantic_fields_set__.add("conflictGroup")
             return [record], WriteResult(record.id, True, record)
@@ -344,9 +355,16 @@ class MemoryStore:
 
         def make(scope_key: str) -> Record:
             return make_record(
-                scope=scope, scope_key=scope_key, record_type=record_type,
-                title=title, content=content, tags=tags, provenance=provenance,
-                origin=origin, source_refs=source_refs, now=self.clock(),
+                scope=scope,
+                scope_key=scope_key,
+                record_type=record_type,
+                title=title,
+                content=content,
+                tags=tags,
+                provenance=provenance,
+                origin=origin,
+                source_refs=source_refs,
+                now=self.clock(),
             )
 
         return self.add(file, make, confirm_shared=confirm_shared)
@@ -367,8 +385,16 @@ class MemoryStore:
         if session is not None:
             provenance.sessionId = session[0]
         return self._new(
-            scope, record_type, title, content, tags, session, provenance,
-            Origin.USER_AUTHORED, [], confirm_shared,
+            scope,
+            record_type,
+            title,
+            content,
+            tags,
+            session,
+            provenance,
+            Origin.USER_AUTHORED,
+            [],
+            confirm_shared,
         )
 
     def propose(
@@ -395,8 +421,16 @@ class MemoryStore:
             if not any(r.kind == "session" and r.id == session[0] for r in refs):
                 refs.insert(0, SourceRef(kind="session", id=session[0]))
         return self._new(
-            scope, record_type, title, content, tags, session, provenance,
-            Origin.MODEL_SUGGESTED, refs, confirm_shared,
+            scope,
+            record_type,
+            title,
+            content,
+            tags,
+            session,
+            provenance,
+            Origin.MODEL_SUGGESTED,
+            refs,
+            confirm_shared,
         )
 
     def _change(
@@ -616,8 +650,9 @@ class MemoryStore:
         and so each record's history (``maintenance.adopt``). The host then shows them.
         """
         if file.scope not in (Scope.PROJECT, Scope.SHARED):
-            raise StoreError("USAGE", "only project and shared-project files are keyed by "
-                             "a workspace's rootId")
+            raise StoreError(
+                "USAGE", "only project and shared-project files are keyed by a workspace's rootId"
+            )
         view = self.view(file)
         view.refresh()
         if maintenance.other_roots(view, self.paths):
@@ -668,16 +703,27 @@ class MemoryStore:
             [SourceRef(kind="import", id=source.id, contentHash=source.contentHash)],
         )
         if len(refs) > MAX_SOURCE_REFS:
-            raise StoreError("INVALID_RECORD", f"{source.id} has 32 source refs: no room to "
-                             "name the original (the host allows 32)")
+            raise StoreError(
+                "INVALID_RECORD",
+                f"{source.id} has 32 source refs: no room to "
+                "name the original (the host allows 32)",
+            )
 
         def make(scope_key: str) -> Record:
             return make_record(
-                scope=target.scope, scope_key=scope_key,
-                record_type=source.type, title=source.title, content=source.content,
-                tags=list(source.tags), provenance=source.provenance.model_copy(),
-                origin=gov.origin, source_refs=refs, verification=gov.verification,
-                verified_at=gov.verifiedAt, now=self.clock(), record_id=new_id(),
+                scope=target.scope,
+                scope_key=scope_key,
+                record_type=source.type,
+                title=source.title,
+                content=source.content,
+                tags=list(source.tags),
+                provenance=source.provenance.model_copy(),
+                origin=gov.origin,
+                source_refs=refs,
+                verification=gov.verification,
+                verified_at=gov.verifiedAt,
+                now=self.clock(),
+                record_id=new_id(),
             )
 
         return self.add(target, make, confirm_shared=confirm_shared)

@@ -247,8 +247,10 @@ class FileView:
         """Take this process's own append (lock held) without reading it back; refresh instead
         if anything else changed the file.
         """
-        if not self.exists or self._tail is not None or not self.reader.took_append(
-            data, start, st
+        if (
+            not self.exists
+            or self._tail is not None
+            or not self.reader.took_append(data, start, st)
         ):
             self.refresh()
             return

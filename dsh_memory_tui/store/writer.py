@@ -101,8 +101,12 @@ def append(
         raise too_large(view, "is over 8 MiB and read-only; run `dsh-memory compact`")
     if view.corrupt or view.torn or view.size + len(data) > MAX_STORE_BYTES:
         rewrite(
-            view, lock, clock=clock, compact=view.size + len(data) > MAX_STORE_BYTES,
-            extra=records, migrate=migrate,
+            view,
+            lock,
+            clock=clock,
+            compact=view.size + len(data) > MAX_STORE_BYTES,
+            extra=records,
+            migrate=migrate,
         )
         return
     if view.unterminated_record:
@@ -147,8 +151,10 @@ def rewrite(
     last_of: dict[str, int] = {}
     for index, entry in enumerate(entries):
         record = entry.result if type(entry.result) is Record else None
-        if record is None and migrate is not None and isinstance(
-            entry.result, (RecordInvalid, ForeignLine)
+        if (
+            record is None
+            and migrate is not None
+            and isinstance(entry.result, (RecordInvalid, ForeignLine))
         ):
             record = migrate(entry, location)
             migrated += record is not None
@@ -160,7 +166,9 @@ def rewrite(
         if record is not None:
             last_of[record.id] = index
     forgotten = {
-        rid for rid, i in last_of.items() if records[i].status is Status.FORGOTTEN  # type: ignore[union-attr]
+        rid
+        for rid, i in last_of.items()
+        if records[i].status is Status.FORGOTTEN  # type: ignore[union-attr]
     }
     if forget is not None:
         forgotten.add(forget.id)
@@ -178,8 +186,8 @@ def rewrite(
             backup.append(entry.raw)
             if compact and last_of[record.id] != index:
                 continue
-            rewritten = entry.recovered or record is not result or entry.raw.startswith(
-                b"\xef\xbb\xbf"
+            rewritten = (
+                entry.recovered or record is not result or entry.raw.startswith(b"\xef\xbb\xbf")
             )
             keep.append(record.to_line()[:-1] if rewritten else entry.raw)
             if index in torn_prefix:

@@ -18,8 +18,9 @@ def make_app(home: Path, workspace: Path, user: str = "alice", watch: bool = Fal
     return MemoryApp(MemoryStore.open(home, workspace, user), watch=watch)
 
 
-async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float = 10.0,
-                   what: str = "condition") -> None:
+async def wait_for(
+    pilot: Pilot, condition: Callable[[], object], timeout: float = 10.0, what: str = "condition"
+) -> None:
     """Let the app run until ``condition()`` is true; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():

@@ -145,14 +145,23 @@ async def test_an_edited_verified_record_is_stale_until_reverified(fixture_home)
         app.screen.query_one("#title", Input).value = "Use PostgreSQL 17"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not isinstance(app.screen, RecordForm))
-        await wait_for(pilot, lambda: app.record(DECISION).governance.verification
-                       is Verification.STALE, what="the record stale")
+        await wait_for(
+            pilot,
+            lambda: app.record(DECISION).governance.verification is Verification.STALE,
+            what="the record stale",
+        )
         await pilot.press("v")  # verify refuses a stale record, and says what does it
-        await wait_for(pilot, lambda: any("R re-verifies" in n.message
-                                          for n in app._notifications), what="the hint")
+        await wait_for(
+            pilot,
+            lambda: any("R re-verifies" in n.message for n in app._notifications),
+            what="the hint",
+        )
         await pilot.press("R")
-        await wait_for(pilot, lambda: current(home, ws, DECISION).governance.verification
-                       is Verification.VERIFIED, what="re-verified")
+        await wait_for(
+            pilot,
+            lambda: current(home, ws, DECISION).governance.verification is Verification.VERIFIED,
+            what="re-verified",
+        )
     gov = current(home, ws, DECISION).governance
     assert gov.revision == 4 and gov.verifiedBy == "user"
 
@@ -163,16 +172,23 @@ async def test_pin_then_unpin(fixture_home):
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", DECISION)  # verified and active: may be pinned
         await pilot.press("p")
-        await wait_for(pilot, lambda: current(home, ws, DECISION).governance.pinnedAt
-                       is not None, what="pinned")
+        await wait_for(
+            pilot,
+            lambda: current(home, ws, DECISION).governance.pinnedAt is not None,
+            what="pinned",
+        )
         await wait_for(pilot, lambda: "pinned" in app.pane("project").detail.text)
         await pilot.press("p")
-        await wait_for(pilot, lambda: current(home, ws, DECISION).governance.pinnedAt is None,
-                       what="unpinned")
+        await wait_for(
+            pilot, lambda: current(home, ws, DECISION).governance.pinnedAt is None, what="unpinned"
+        )
         await select(pilot, app, "project", PROPOSAL)  # unverified: the host refuses a pin
         await pilot.press("p")
-        await wait_for(pilot, lambda: any(n.title == "error[INVALID_TRANSITION]"
-                                          for n in app._notifications), what="the refusal")
+        await wait_for(
+            pilot,
+            lambda: any(n.title == "error[INVALID_TRANSITION]" for n in app._notifications),
+            what="the refusal",
+        )
     assert current(home, ws, PROPOSAL).governance.revision == 1
 
 
@@ -182,8 +198,9 @@ async def test_reject_asks_for_a_reason_and_records_it(fixture_home):
     async with app.run_test(size=SIZE) as pilot:
         app.pane("review").table.move_cursor_to_key(PATHLIB)
         await pilot.press("x")
-        await wait_for(pilot, lambda: isinstance(app.screen, type(app.screen)) and
-                       app.screen.query("#reason"))
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, type(app.screen)) and app.screen.query("#reason")
+        )
         await pilot.press(*"we use os.path here", "enter")
         await wait_for(pilot, lambda: PATHLIB not in table_keys(app, "review"))
     gov = current(home, ws, PATHLIB).governance
@@ -324,11 +341,15 @@ async def test_session_tab_groups_records_by_session(fixture_home):
         assert app.store.paths.root_id not in screen_text(app)
         # Another workspace's session (same home) is its own group, its root shortened.
         other = "root:" + "ab" * 32
-        MemoryStore.open(home, ws, "alice").create("session", "fact", "Elsewhere", "x",
-                                                   session=("session-xyz", other))
+        MemoryStore.open(home, ws, "alice").create(
+            "session", "fact", "Elsewhere", "x", session=("session-xyz", other)
+        )
         app.sync()
-        await wait_for(pilot, lambda: f"{GROUP_PREFIX}session-xyz|{other}"
-                       in table_keys(app, "session"), what="the other group")
+        await wait_for(
+            pilot,
+            lambda: f"{GROUP_PREFIX}session-xyz|{other}" in table_keys(app, "session"),
+            what="the other group",
+        )
         assert "session-xyz · root:abababababab…  (1)" in screen_text(app)
 
 
@@ -346,8 +367,10 @@ async def test_shared_write_asks_for_confirmation_naming_the_file(fixture_home):
         await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.click("#yes")
-        await wait_for(pilot, lambda: current(home, ws, SHARED).governance.verification
-                       is Verification.VERIFIED)
+        await wait_for(
+            pilot,
+            lambda: current(home, ws, SHARED).governance.verification is Verification.VERIFIED,
+        )
 
 
 async def test_archive_hides_and_restore_brings_back(fixture_home):
@@ -391,14 +414,22 @@ async def test_copy_to_scope_says_who_will_see_it(fixture_home):
         assert "every project of this user" in text
         assert "everyone sharing this project" in text
         await pilot.press("down", "enter")  # the second choice: user
-        await wait_for(pilot, lambda: any(
-            r.title.startswith("Use PostgreSQL") for r in
-            MemoryStore.open(home, ws, "alice").records(Scope.USER)))
-    copy = next(r for r in MemoryStore.open(home, ws, "alice").records(Scope.USER)
-                if r.title.startswith("Use PostgreSQL"))
+        await wait_for(
+            pilot,
+            lambda: any(
+                r.title.startswith("Use PostgreSQL")
+                for r in MemoryStore.open(home, ws, "alice").records(Scope.USER)
+            ),
+        )
+    copy = next(
+        r
+        for r in MemoryStore.open(home, ws, "alice").records(Scope.USER)
+        if r.title.startswith("Use PostgreSQL")
+    )
     original = current(home, ws, DECISION)
     assert {"kind": "import", "id": DECISION, "contentHash": original.contentHash} in [
-        s.model_dump(exclude_none=True) for s in copy.governance.sourceRefs]
+        s.model_dump(exclude_none=True) for s in copy.governance.sourceRefs
+    ]
     # Copying it again: the host's merge finds the same content there; nothing is written.
     user_file = home / "workspace-memory" / "user.jsonl"
     before = user_file.read_bytes()
@@ -408,8 +439,11 @@ async def test_copy_to_scope_says_who_will_see_it(fixture_home):
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, CopyDialog))
         await pilot.press("down", "enter")
-        await wait_for(pilot, lambda: any("nothing written" in n.message
-                                          for n in app._notifications), what="the message")
+        await wait_for(
+            pilot,
+            lambda: any("nothing written" in n.message for n in app._notifications),
+            what="the message",
+        )
     assert user_file.read_bytes() == before
 
 
@@ -436,8 +470,11 @@ async def test_quarantine_and_newer_schema_lines_are_reported(fixture_home):
         # A write moves them to the quarantine file, one JSON entry per line (the host's).
         app.pane("project").table.move_cursor_to_key(PROPOSAL)
         await verify_with_reason(pilot, app)
-        await wait_for(pilot, lambda: "2 corrupt line(s) quarantined in records.jsonl.corrupt"
-                       in screen_text(app), what="the quarantine banner")
+        await wait_for(
+            pilot,
+            lambda: "2 corrupt line(s) quarantined in records.jsonl.corrupt" in screen_text(app),
+            what="the quarantine banner",
+        )
         assert "skipped in records.jsonl" not in screen_text(app)
     corrupt = fixture_home[1] / ".dsh" / "workspace-memory" / "records.jsonl.corrupt"
     entries = [json.loads(line) for line in corrupt.read_bytes().splitlines()]
@@ -553,8 +590,20 @@ async def test_command_palette_offers_every_action(fixture_home):
     app = make_app(*fixture_home)
     async with app.run_test(size=SIZE) as pilot:
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for name in ("Verify", "Reject", "New", "Edit", "Archive", "Restore", "Forget",
-                     "Copy to scope", "Export", "Import", "Filter", "Compact"):
+        for name in (
+            "Verify",
+            "Reject",
+            "New",
+            "Edit",
+            "Archive",
+            "Restore",
+            "Forget",
+            "Copy to scope",
+            "Export",
+            "Import",
+            "Filter",
+            "Compact",
+        ):
             assert any(t.startswith(name) for t in titles), name
         await pilot.press("ctrl+p")
         await pilot.pause()
@@ -566,8 +615,11 @@ async def test_command_palette_offers_every_action(fixture_home):
 async def test_a_long_record_scrolls_in_the_detail_pane_from_the_keyboard(fixture_home):
     home, workspace = fixture_home
     steps = "\n".join(f"{n}. step number {n} of the runbook" for n in range(1, 61))
-    rid = MemoryStore.open(home, workspace, "alice").create(
-        "project", "convention", "Release runbook", steps).id
+    rid = (
+        MemoryStore.open(home, workspace, "alice")
+        .create("project", "convention", "Release runbook", steps)
+        .id
+    )
     app = make_app(home, workspace)
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", rid)
@@ -579,8 +631,9 @@ async def test_a_long_record_scrolls_in_the_detail_pane_from_the_keyboard(fixtur
         await pilot.press("tab")  # from the table to the detail pane
         assert app.focused is detail
         await pilot.press("pagedown", "pagedown")
-        await wait_for(pilot, lambda: "step number 30 " in screen_text(app),
-                       what="the runbook scrolled")
+        await wait_for(
+            pilot, lambda: "step number 30 " in screen_text(app), what="the runbook scrolled"
+        )
         await pilot.press("escape", "down")  # back to the table, another record
         await wait_for(pilot, lambda: detail.shown not in (None, (rid, 1)))
         assert detail.scroll_y == 0
@@ -604,8 +657,13 @@ async def test_review_count_on_the_tab_when_its_width_changes(fixture_home):
     store = MemoryStore.open(home, workspace, "alice")
 
     def propose(n: int) -> None:
-        store.propose("project", "fact", f"fact {n}", f"content {n}",
-                      source_refs=[SourceRef(kind="session", id="s1")])
+        store.propose(
+            "project",
+            "fact",
+            f"fact {n}",
+            f"content {n}",
+            source_refs=[SourceRef(kind="session", id="s1")],
+        )
 
     for n in range(6):  # 3 waiting in the fixture + 6 = 9
         propose(n)
@@ -622,8 +680,7 @@ async def test_review_count_on_the_tab_when_its_width_changes(fixture_home):
         assert str(app.query_one("#tabs").get_tab("review").label) == "Review (10)"
 
 
-async def test_detail_pane_follows_the_cursor_at_once_and_waits_while_a_key_is_held(
-        fixture_home):
+async def test_detail_pane_follows_the_cursor_at_once_and_waits_while_a_key_is_held(fixture_home):
     app = make_app(*fixture_home)
     async with app.run_test(size=SIZE) as pilot:
         await goto(pilot, app, "project")
@@ -653,7 +710,10 @@ async def test_the_detail_pane_moves_beside_the_table_on_a_wide_terminal_and_bac
         await pilot.resize_terminal(180, 40)
         await wait_for(pilot, beside, what="the detail pane beside the table")
         await pilot.resize_terminal(100, 30)
-        await wait_for(pilot, lambda: not beside() and detail.region.y > table.region.y,
-                       what="the detail pane below the table")
+        await wait_for(
+            pilot,
+            lambda: not beside() and detail.region.y > table.region.y,
+            what="the detail pane below the table",
+        )
         # Drawn again at the new width: no line runs past the pane.
         assert max(len(line) for line in detail.text.splitlines()) <= detail.region.width

@@ -67,8 +67,9 @@ async def test_at_80x24_the_import_plan_shows_its_counts_and_scrolls(tmp_path):
         assert not dialog.query_one("#ok", Button).disabled
         await pilot.click("#ok")
         await wait_for(pilot, lambda: not isinstance(app.screen, ImportDialog))
-    assert len(MemoryStore.open(tmp_path / "home", tmp_path / "ws", "carol").records(
-        "project")) == 40
+    assert (
+        len(MemoryStore.open(tmp_path / "home", tmp_path / "ws", "carol").records("project")) == 40
+    )
 
 
 async def test_an_error_shows_on_the_counts_line(tmp_path):
@@ -141,8 +142,13 @@ async def test_export_json_lists_what_it_left_out(tmp_path):
     from dsh_memory_tui.model import SourceRef
 
     store = MemoryStore.open(tmp_path / "home", tmp_path / "ws", "carol")
-    store.propose("project", "fact", "Full", "Thirty-two refs.", source_refs=[
-        SourceRef(kind="url", id=f"https:r{i}") for i in range(32)])
+    store.propose(
+        "project",
+        "fact",
+        "Full",
+        "Thirty-two refs.",
+        source_refs=[SourceRef(kind="url", id=f"https:r{i}") for i in range(32)],
+    )
     store.create("project", "fact", "Plain", "A plain record.")
     out = tmp_path / "b.json"
     app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")

@@ -37,8 +37,16 @@ from .helpers import SIZE, goto, select, table_keys, wait_for
 
 # The app's key for each of the host's actions (``p`` pins an unpinned record, unpins a pinned
 # one).
-KEYS = {"verify": "v", "reject": "x", "reverify": "R", "pin": "p", "unpin": "p",
-        "archive": "a", "restore": "u", "forget": "f"}
+KEYS = {
+    "verify": "v",
+    "reject": "x",
+    "reverify": "R",
+    "pin": "p",
+    "unpin": "p",
+    "archive": "a",
+    "restore": "u",
+    "forget": "f",
+}
 DAY = 86_400_000
 
 
@@ -51,15 +59,23 @@ class RecordingApp(MemoryApp):
         super().__init__(*args, **kwargs)
         self.told: list[tuple[str, str, str]] = []
 
-    def notify(self, message: str, *, title: str = "", severity: Any = "information",
-               timeout: float | None = None, markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         self.told.append((title, message, str(severity)))
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
 
 def make_app(dirs: CaseDirs, session: str | None = None) -> RecordingApp:
-    return RecordingApp(MemoryStore.open(dirs.home, dirs.workspace, "alice"), watch=False,
-                        session=session)
+    return RecordingApp(
+        MemoryStore.open(dirs.home, dirs.workspace, "alice"), watch=False, session=session
+    )
 
 
 def write_project(dirs: CaseDirs, records: list[dict[str, Any]]) -> Path:
@@ -72,27 +88,50 @@ def write_project(dirs: CaseDirs, records: list[dict[str, Any]]) -> Path:
 
 
 def lines_of(data: Path, record_id: str) -> list[dict[str, Any]]:
-    return [json.loads(raw) for raw in data.read_bytes().splitlines()
-            if f'"{record_id}"'.encode() in raw]
+    return [
+        json.loads(raw)
+        for raw in data.read_bytes().splitlines()
+        if f'"{record_id}"'.encode() in raw
+    ]
 
 
-def record(dirs: CaseDirs, rid: str, title: str, content: str, *, verification: str = "unverified",
-           updated: int = 1_700_000_000_000, **extra: Any) -> dict[str, Any]:
+def record(
+    dirs: CaseDirs,
+    rid: str,
+    title: str,
+    content: str,
+    *,
+    verification: str = "unverified",
+    updated: int = 1_700_000_000_000,
+    **extra: Any,
+) -> dict[str, Any]:
     """A host-shaped project record (an agent proposal) with ``extra`` governance fields."""
-    gov: dict[str, Any] = {"origin": "model-suggested",
-                           "sourceRefs": [{"kind": "session", "id": "s1"}],
-                           "verification": verification}
+    gov: dict[str, Any] = {
+        "origin": "model-suggested",
+        "sourceRefs": [{"kind": "session", "id": "s1"}],
+        "verification": verification,
+    }
     if verification in ("verified", "stale"):
         gov |= {"verifiedAt": updated, "verifiedBy": "user"}
     gov["revision"] = extra.pop("revision", 1)
     gov |= extra
     gov["retention"] = "project-delete"
     return {
-        "schemaVersion": 1, "id": rid, "scope": "project", "scopeKey": dirs.root_id,
-        "type": "convention", "title": title, "content": content, "tags": ["ci"],
+        "schemaVersion": 1,
+        "id": rid,
+        "scope": "project",
+        "scopeKey": dirs.root_id,
+        "type": "convention",
+        "title": title,
+        "content": content,
+        "tags": ["ci"],
         "provenance": {"kind": "agent", "sessionId": "s1", "note": "memory proposal"},
-        "createdAt": updated, "updatedAt": updated, "useCount": 0,
-        "contentHash": content_hash(content), "status": "active", "governance": gov,
+        "createdAt": updated,
+        "updatedAt": updated,
+        "useCount": 0,
+        "contentHash": content_hash(content),
+        "status": "active",
+        "governance": gov,
     }
 
 
@@ -139,8 +178,11 @@ async def test_every_transition_of_the_table_through_the_keys(tmp_path: Path) ->
     async with app.run_test(size=SIZE) as pilot:
         await goto(pilot, app, "project")
         await pilot.press("A")  # archived and forgotten too
-        await wait_for(pilot, lambda: len(table_keys(app, "project")) == len(APP_CASES),
-                       what="every starting record")
+        await wait_for(
+            pilot,
+            lambda: len(table_keys(app, "project")) == len(APP_CASES),
+            what="every starting record",
+        )
         table = app.pane("project").table
         t0 = app.store.clock()
         for case in APP_CASES:
@@ -154,7 +196,8 @@ async def test_every_transition_of_the_table_through_the_keys(tmp_path: Path) ->
             before = lines_of(data, case.id)
             told = len(app.told)
             await _press_action(pilot, app, case) if available else await pilot.press(
-                KEYS[case.action])
+                KEYS[case.action]
+            )
             if not available:
                 await wait_for(pilot, lambda told=told: len(app.told) > told, what=case.name)
                 title, message, _ = app.told[-1]
@@ -163,6 +206,7 @@ async def test_every_transition_of_the_table_through_the_keys(tmp_path: Path) ->
                 assert lines_of(data, case.id) == before, case.name
                 refused += 1
                 continue
+
             def changed(case: Case = case, before: list[dict[str, Any]] = before) -> bool:
                 now = lines_of(data, case.id)
                 return now != before and bool(now)
@@ -264,7 +308,10 @@ async def test_verify_asks_for_an_optional_reason_and_escape_cancels(tmp_path: P
         await wait_for(pilot, lambda: len(lines_of(data, "memory:u")) == 2)
     gov = lines_of(data, "memory:u")[-1]["governance"]
     assert (gov["verification"], gov["verifiedBy"], gov["reviewNote"]) == (
-        "verified", "user", "read the code")
+        "verified",
+        "user",
+        "read the code",
+    )
 
 
 # ----------------------------------------------------------------------------- conflicts
@@ -274,15 +321,30 @@ def _conflict(dirs: CaseDirs) -> list[dict[str, Any]]:
     """Three versions of one title (the host writes the group on the newer ones), one of
     them verified."""
     return [
-        record(dirs, "memory:lint-a", "Lint with ruff",
-               "CI runs `ruff check`.\nFormatting: black.\nLine length 100.",
-               verification="verified", updated=1_700_000_000_000),
-        record(dirs, "memory:lint-b", "lint with Ruff",
-               "CI runs `ruff check`.\nFormatting: `ruff format`.\nLine length 100.\nNo isort.",
-               updated=1_700_000_100_000, conflictGroup="conflict:6f031ee6a2ab8b4bc974bdea"),
-        record(dirs, "memory:lint-c", "Lint with ruff ",
-               "CI runs flake8.", updated=1_700_000_200_000,
-               conflictGroup="conflict:6f031ee6a2ab8b4bc974bdea"),
+        record(
+            dirs,
+            "memory:lint-a",
+            "Lint with ruff",
+            "CI runs `ruff check`.\nFormatting: black.\nLine length 100.",
+            verification="verified",
+            updated=1_700_000_000_000,
+        ),
+        record(
+            dirs,
+            "memory:lint-b",
+            "lint with Ruff",
+            "CI runs `ruff check`.\nFormatting: `ruff format`.\nLine length 100.\nNo isort.",
+            updated=1_700_000_100_000,
+            conflictGroup="conflict:6f031ee6a2ab8b4bc974bdea",
+        ),
+        record(
+            dirs,
+            "memory:lint-c",
+            "Lint with ruff ",
+            "CI runs flake8.",
+            updated=1_700_000_200_000,
+            conflictGroup="conflict:6f031ee6a2ab8b4bc974bdea",
+        ),
         record(dirs, "memory:other", "Use uv", "uv sync.", updated=1_700_000_300_000),
     ]
 
@@ -295,21 +357,30 @@ async def test_keep_this_version_from_the_conflict_view(tmp_path: Path) -> None:
         await select(pilot, app, "project", "memory:lint-b")
         table = app.pane("project").table
         marks = {k: table.get_row(k).cells[2] for k in table_keys(app, "project")}
-        assert marks == {"memory:lint-a": CONFLICT_MARK, "memory:lint-b": CONFLICT_MARK,
-                         "memory:lint-c": CONFLICT_MARK, "memory:other": ""}
+        assert marks == {
+            "memory:lint-a": CONFLICT_MARK,
+            "memory:lint-b": CONFLICT_MARK,
+            "memory:lint-c": CONFLICT_MARK,
+            "memory:other": "",
+        }
         await wait_for(pilot, lambda: "2 other active versions" in app.pane("project").detail.text)
         assert app.check_action("keep", ()) is True
         await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConflictScreen))
         screen = app.screen
-        assert [r.id for r in screen.versions] == ["memory:lint-b", "memory:lint-c",
-                                                   "memory:lint-a"]  # then newest first
+        assert [r.id for r in screen.versions] == [
+            "memory:lint-b",
+            "memory:lint-c",
+            "memory:lint-a",
+        ]  # then newest first
         diff = str(screen.query_one("#version-2 .version-body", Static).render())
         assert "- Formatting: `ruff format`." in diff and "+ Formatting: black." in diff
         assert "- No isort." in diff and "  Line length 100." in diff
         plan = str(screen.query_one("#plan", Static).render())
-        assert plan == ("Keep the highlighted version: verify it; reject 1 unverified version; "
-                        "archive 1 other version (one locked write).")
+        assert plan == (
+            "Keep the highlighted version: verify it; reject 1 unverified version; "
+            "archive 1 other version (one locked write)."
+        )
         await pilot.press("right", "right")  # the verified one instead
         plan = str(screen.query_one("#plan", Static).render())
         assert plan.startswith("Keep the highlighted version: it stays verified; reject 2 ")
@@ -318,15 +389,22 @@ async def test_keep_this_version_from_the_conflict_view(tmp_path: Path) -> None:
         await pilot.press("K")
         await wait_for(pilot, lambda: data.read_bytes().count(b"\n") == before + 3)
         await wait_for(pilot, lambda: any(t == "Conflict resolved" for t, _, _ in app.told))
-        await wait_for(pilot, lambda: table.get_row("memory:lint-b").cells[2] == "",
-                       what="the marker gone")
+        await wait_for(
+            pilot, lambda: table.get_row("memory:lint-b").cells[2] == "", what="the marker gone"
+        )
         assert app.check_action("keep", ()) is None  # resolved: no open group left
-    state = {rid: (lines_of(data, rid)[-1]["status"],
-                   lines_of(data, rid)[-1]["governance"]["verification"])
-             for rid in ("memory:lint-a", "memory:lint-b", "memory:lint-c")}
-    assert state == {"memory:lint-a": ("archived", "verified"),
-                     "memory:lint-b": ("active", "verified"),
-                     "memory:lint-c": ("active", "rejected")}
+    state = {
+        rid: (
+            lines_of(data, rid)[-1]["status"],
+            lines_of(data, rid)[-1]["governance"]["verification"],
+        )
+        for rid in ("memory:lint-a", "memory:lint-b", "memory:lint-c")
+    }
+    assert state == {
+        "memory:lint-a": ("archived", "verified"),
+        "memory:lint-b": ("active", "verified"),
+        "memory:lint-c": ("active", "rejected"),
+    }
 
 
 async def test_keep_is_unavailable_outside_a_conflict_group(tmp_path: Path) -> None:
@@ -361,13 +439,27 @@ def test_the_conflict_view(snap_compare: Any, tmp_path: Path) -> None:
 
 
 def _shown_records(dirs: CaseDirs, now: int) -> list[dict[str, Any]]:
-    expired = record(dirs, "memory:expired", "Postgres 16 until the upgrade", "Until then.",
-                     verification="verified", updated=now - 30 * DAY, confidence="high",
-                     expiresAt=now - 3 * DAY)
+    expired = record(
+        dirs,
+        "memory:expired",
+        "Postgres 16 until the upgrade",
+        "Until then.",
+        verification="verified",
+        updated=now - 30 * DAY,
+        confidence="high",
+        expiresAt=now - 3 * DAY,
+    )
     expired |= {"useCount": 7, "lastUsedAt": now - 2 * 3_600_000}
-    pinned = record(dirs, "memory:pinned", "Deploy on Tuesdays", "Never on Fridays.",
-                    verification="verified", updated=now - DAY, pinnedAt=now - DAY,
-                    pinnedBy="user")
+    pinned = record(
+        dirs,
+        "memory:pinned",
+        "Deploy on Tuesdays",
+        "Never on Fridays.",
+        verification="verified",
+        updated=now - DAY,
+        pinnedAt=now - DAY,
+        pinnedBy="user",
+    )
     plain = record(dirs, "memory:plain", "Use uv", "uv sync.", updated=now - 2 * DAY)
     return [expired, pinned, plain]
 
@@ -387,9 +479,14 @@ async def test_markers_filters_and_the_facts_the_host_knows(tmp_path: Path) -> N
         detail = app.pane("project").detail
         await wait_for(pilot, lambda: detail.shown == ("memory:expired", 2))
         text = detail.text
-        for words in ("expired 3 days ago", "shown stale", "confidence   high",
-                      "by user", "used         7 times, last 2 hours ago",
-                      "its verification expired; re-verify it with R"):
+        for words in (
+            "expired 3 days ago",
+            "shown stale",
+            "confidence   high",
+            "by user",
+            "used         7 times, last 2 hours ago",
+            "its verification expired; re-verify it with R",
+        ):
             assert words in text, words
         filters = {
             "pinned": {"memory:pinned"},
@@ -416,9 +513,17 @@ async def test_markers_filters_and_the_facts_the_host_knows(tmp_path: Path) -> N
 async def test_a_moved_projects_lines_are_adopted_from_the_banner(tmp_path: Path) -> None:
     dirs = make_case_dirs(tmp_path)
     old_root = "root:" + "cd" * 32
-    moved = [record(dirs, "memory:moved", "From the old path", "Written before the move."),
-             record(dirs, "memory:moved", "From the old path", "Written before the move.",
-                    verification="verified", revision=2)]
+    moved = [
+        record(dirs, "memory:moved", "From the old path", "Written before the move."),
+        record(
+            dirs,
+            "memory:moved",
+            "From the old path",
+            "Written before the move.",
+            verification="verified",
+            revision=2,
+        ),
+    ]
     for r in moved:
         r["scopeKey"] = old_root
     data = write_project(dirs, [record(dirs, "memory:here", "Here", "Already here.")] + moved)
@@ -433,15 +538,22 @@ async def test_a_moved_projects_lines_are_adopted_from_the_banner(tmp_path: Path
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         assert old_root in str(app.screen.query_one(".dialog-message", Static).render())
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "memory:moved" in table_keys(app, "project"),
-                       what="the adopted record")
+        await wait_for(
+            pilot, lambda: "memory:moved" in table_keys(app, "project"), what="the adopted record"
+        )
         assert app.record("memory:moved").governance.verification is Verification.VERIFIED
         assert app.index["memory:moved"].history("memory:moved")[0].revision == 1
-        await wait_for(pilot, lambda: "another workspace" not in str(
-            app.pane("project").query_one(".banner", Static).render()))
+        await wait_for(
+            pilot,
+            lambda: (
+                "another workspace"
+                not in str(app.pane("project").query_one(".banner", Static).render())
+            ),
+        )
         assert app.check_action("adopt", ()) is None
-    assert all(json.loads(raw)["scopeKey"] == dirs.root_id
-               for raw in data.read_bytes().splitlines())
+    assert all(
+        json.loads(raw)["scopeKey"] == dirs.root_id for raw in data.read_bytes().splitlines()
+    )
 
 
 # ----------------------------------------------------------------------------- the agent's view

@@ -32,14 +32,19 @@ def run_writer(home: Path, ws: Path, code: str) -> subprocess.CompletedProcess[s
         store = MemoryStore.open({str(home)!r}, {str(ws)!r}, "alice")
         ref = [SourceRef(kind="session", id="other")]
     """) + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
 
 
 def test_watch_filter_takes_data_files_only():
     assert data_file_filter(None, "/x/records.jsonl")  # type: ignore[arg-type]
-    for name in ("records.jsonl.lock", "records.jsonl.bak", "records.jsonl.corrupt",
-                 ".records.jsonl.123.abcd.tmp"):
+    for name in (
+        "records.jsonl.lock",
+        "records.jsonl.bak",
+        "records.jsonl.corrupt",
+        ".records.jsonl.123.abcd.tmp",
+    ):
         assert not data_file_filter(None, f"/x/{name}")  # type: ignore[arg-type]
 
 
@@ -84,18 +89,25 @@ async def test_another_process_append_shows_without_a_key_press(fixture_home):
         table = app.pane("review").table
         table.move_cursor_to_key(PATHLIB)
         table.toggle_mark()
-        out = run_writer(home, ws, """
+        out = run_writer(
+            home,
+            ws,
+            """
             print(store.propose("project", "fact", "Staging DB is db-stg-2",
                                 "Use db-stg-2 for staging.", source_refs=ref).id)
-        """)
+        """,
+        )
         new_id = out.stdout.strip()
         await wait_for(pilot, lambda: new_id in table_keys(app, "review"), what="the new row")
         assert table.cursor_key == PATHLIB  # the reviewer's place is kept
         assert PATHLIB in table.marked_keys
         assert new_id in table.flashing_keys  # new rows are marked for a few seconds
         # notify() posts a message: the notification is listed a moment after the row shows.
-        await wait_for(pilot, lambda: any("1 new proposal" in n.message
-                                          for n in app._notifications), what="the notification")
+        await wait_for(
+            pilot,
+            lambda: any("1 new proposal" in n.message for n in app._notifications),
+            what="the notification",
+        )
 
 
 async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(fixture_home):
@@ -115,8 +127,13 @@ async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         for n in range(3):  # three arrivals, each seen on its own (a sync per write)
-            rid = writer.propose("project", "fact", f"Fact {n}", f"Body {n}",
-                                 source_refs=[SourceRef(kind="session", id="other")]).id
+            rid = writer.propose(
+                "project",
+                "fact",
+                f"Fact {n}",
+                f"Body {n}",
+                source_refs=[SourceRef(kind="session", id="other")],
+            ).id
             app.sync()
             assert rid in table_keys(app, "review")
         # The first is announced at once, the two that came while it showed in one more.
@@ -138,9 +155,13 @@ async def test_compaction_by_another_process_keeps_the_view_and_cursor(fixture_h
         table.move_cursor_to_key(DECISION)
         before = set(table_keys(app, "project"))
         syncs = app.sync_count
-        run_writer(home, ws, """
+        run_writer(
+            home,
+            ws,
+            """
             store.compact(store.file_for("project"))
-        """)
+        """,
+        )
         await wait_for(pilot, lambda: app.sync_count > syncs, what="a sync after compaction")
         await pilot.pause()
         assert set(table_keys(app, "project")) == before
@@ -154,11 +175,18 @@ async def test_a_new_session_file_appears_as_a_new_group(fixture_home, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
         await goto(pilot, app, "session")
-        run_writer(home, ws, """
+        run_writer(
+            home,
+            ws,
+            """
             store.create("session", "fact", "Scratch note", "tmp", session=("s-new", "r-new"))
-        """)
-        await wait_for(pilot, lambda: "group:s-new|r-new" in table_keys(app, "session"),
-                       what="the new session group")
+        """,
+        )
+        await wait_for(
+            pilot,
+            lambda: "group:s-new|r-new" in table_keys(app, "session"),
+            what="the new session group",
+        )
 
 
 async def test_a_burst_of_appends_is_all_shown_and_keys_still_answer(fixture_home):
@@ -166,7 +194,11 @@ async def test_a_burst_of_appends_is_all_shown_and_keys_still_answer(fixture_hom
     app = make_app(home, ws, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
-        proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                textwrap.dedent(f"""
             import sys
             sys.path.insert(0, {str(REPO)!r})
             from dsh_memory_tui.store import MemoryStore
@@ -176,14 +208,20 @@ async def test_a_burst_of_appends_is_all_shown_and_keys_still_answer(fixture_hom
             for i in range(1000):
                 store.propose("project", "fact", f"burst {{i}}", f"burst content {{i}}",
                               source_refs=ref)
-        """)])
+        """),
+            ]
+        )
         # Keys answer while the burst is running.
         await goto(pilot, app, "project")
         await goto(pilot, app, "review")
         assert proc.wait(120) == 0
         # 3 waiting in the fixture + 1,000
-        await wait_for(pilot, lambda: len(app.pane("review").records) == 1003, timeout=20,
-                       what="all 1,000 new proposals")
+        await wait_for(
+            pilot,
+            lambda: len(app.pane("review").records) == 1003,
+            timeout=20,
+            what="all 1,000 new proposals",
+        )
         assert app.pane("review").table.row_count == 1003
 
 
@@ -196,9 +234,13 @@ async def test_form_learns_of_a_change_underneath_on_save(fixture_home):
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
         form = app.screen
-        run_writer(home, ws, f"""
+        run_writer(
+            home,
+            ws,
+            f"""
             store.edit({DECISION!r}, 2, content="Changed by another process.")
-        """)
+        """,
+        )
         form.query_one("#title", Input).value = "Mine"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not form.query_one("#conflict-bar").has_class("hidden"))
@@ -223,10 +265,14 @@ async def test_polling_fallback_is_used_and_shown(fixture_home, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.watch_mode == "polling", what="polling mode")
         assert "live: polling" in str(app.query_one("#status-line").render())
-        out = run_writer(home, ws, """
+        out = run_writer(
+            home,
+            ws,
+            """
             print(store.propose("project", "fact", "Polled", "seen by polling",
                                 source_refs=ref).id)
-        """)
+        """,
+        )
         new_id = out.stdout.strip()
         await wait_for(pilot, lambda: new_id in table_keys(app, "review"), what="the new row")
 
@@ -240,5 +286,6 @@ async def test_a_deleted_session_file_disappears(fixture_home):
         assert f"group:session-abc|{app.store.paths.root_id}" in table_keys(app, "session")
         for path in (home / "workspace-memory" / "sessions").glob("*.jsonl"):
             path.unlink()
-        await wait_for(pilot, lambda: table_keys(app, "session") == [],
-                       what="the session group to go")
+        await wait_for(
+            pilot, lambda: table_keys(app, "session") == [], what="the session group to go"
+        )

@@ -35,11 +35,13 @@ def fixture_home(tmp_path: Path) -> tuple[Path, Path]:
     """``conftest.fixture_home``, installed under ``FIXED_ROOT`` instead of the copy's rootId."""
     dirs = make_case_dirs(tmp_path / "host")
     dirs.root_id = FIXED_ROOT
-    dirs.mapping.update({
-        "__ROOT_ID__": FIXED_ROOT,
-        "__ROOT_ID_UPPERCASE__": FIXED_ROOT.upper(),
-        "__SCOPEKEY_SHA16__": scope_key_sha16(f"session-abc|{FIXED_ROOT}"),
-    })
+    dirs.mapping.update(
+        {
+            "__ROOT_ID__": FIXED_ROOT,
+            "__ROOT_ID_UPPERCASE__": FIXED_ROOT.upper(),
+            "__SCOPEKEY_SHA16__": scope_key_sha16(f"session-abc|{FIXED_ROOT}"),
+        }
+    )
     install_tree(HOST_FIXTURES / "home", dirs.home, dirs)
     install_tree(HOST_FIXTURES / "workspace", dirs.workspace, dirs)
     return dirs.home, dirs.workspace

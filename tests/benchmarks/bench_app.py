@@ -68,7 +68,9 @@ def launch_time(p) -> tuple[float, int]:
     for _ in range(5):
         out = subprocess.run(
             [sys.executable, "-c", LAUNCH_CHILD, str(REPO), str(p.home), str(p.workspace)],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.split()
         best = min(best, (float(out[0]), int(out[1])))
     return best
@@ -81,8 +83,11 @@ def bench_launch(tmp: Path) -> None:
     t_small, n_small = launch_time(small)
     t_big, n_big = launch_time(big)
     row("launch to first frame, 2 records", f"{t_small * 1000:.0f} ms ({n_small} rows)", "")
-    row("launch to first frame, 8 MiB project file",
-        f"{t_big * 1000:.0f} ms ({n_big} rows) = {t_big / t_small:.2f}x", "<= 1.5x")
+    row(
+        "launch to first frame, 8 MiB project file",
+        f"{t_big * 1000:.0f} ms ({n_big} rows) = {t_big / t_small:.2f}x",
+        "<= 1.5x",
+    )
 
 
 # --------------------------------------------------------------------------- ops
@@ -94,8 +99,14 @@ class TerminalApp:
     /proc for every thread of the app's process (nanoseconds, from schedstat).
     """
 
-    KEYS = {"down": b"\x1b[B", "v": b"v", "/": b"/", "s": b"s", "backspace": b"\x7f",
-            "enter": b"\r"}
+    KEYS = {
+        "down": b"\x1b[B",
+        "v": b"v",
+        "/": b"/",
+        "s": b"s",
+        "backspace": b"\x7f",
+        "enter": b"\r",
+    }
 
     def __init__(self, p, watch: bool) -> None:
         import pty
@@ -105,8 +116,10 @@ class TerminalApp:
         if self.pid == 0:  # the child: become the app
             os.environ["TERM"] = "xterm-256color"
             args = ["--home", str(p.home), "--workspace", str(p.workspace), "--user", "alice"]
-            os.execv(sys.executable, [sys.executable, "-m", "dsh_memory_tui", *args,
-                                      *([] if watch else ["--no-watch"])])
+            os.execv(
+                sys.executable,
+                [sys.executable, "-m", "dsh_memory_tui", *args, *([] if watch else ["--no-watch"])],
+            )
         import fcntl
         import struct
         import termios
@@ -187,8 +200,9 @@ def op_costs(p) -> dict[str, float]:
             app, 40, 0.3, lambda i: (app.press("v"), time.sleep(0.1), app.press("enter"))
         )
         app.press("/")  # into the filter box: type "s", erase it, again
-        out["filter"] = _per_action(app, 40, 0.15,
-                                    lambda i: app.press("backspace" if i % 2 else "s"))
+        out["filter"] = _per_action(
+            app, 40, 0.15, lambda i: app.press("backspace" if i % 2 else "s")
+        )
     finally:
         app.close()
     writer = MemoryStore.open(p.home, p.workspace, "alice")
@@ -218,14 +232,19 @@ def bench_ops(tmp: Path) -> None:
     fill(big.user_file(), count=10_000, content_bytes=200, start=50_000)
     base = op_costs(small)
     costs = op_costs(big)
-    labels = {"cursor": "CPU per cursor move (down), 20,000 rows",
-              "verify": "CPU per verify (v, enter), 20,000 rows",
-              "receive": "CPU per record received (1 per 0.2 s), 20,000 rows",
-              "lone": "CPU per lone record received, its notification incl.",
-              "filter": "CPU per key typed in the filter, 20,000 rows"}
+    labels = {
+        "cursor": "CPU per cursor move (down), 20,000 rows",
+        "verify": "CPU per verify (v, enter), 20,000 rows",
+        "receive": "CPU per record received (1 per 0.2 s), 20,000 rows",
+        "lone": "CPU per lone record received, its notification incl.",
+        "filter": "CPU per key typed in the filter, 20,000 rows",
+    }
     for name, label in labels.items():
-        row(label, f"{costs[name] * 1000:.1f} ms (200 rows: {base[name] * 1000:.1f} ms)",
-            "<= 10 ms" if name in ("cursor", "verify", "receive") else "")
+        row(
+            label,
+            f"{costs[name] * 1000:.1f} ms (200 rows: {base[name] * 1000:.1f} ms)",
+            "<= 10 ms" if name in ("cursor", "verify", "receive") else "",
+        )
 
 
 # --------------------------------------------------------------------------- memory
@@ -255,11 +274,16 @@ def bench_memory(tmp: Path) -> None:
     p = full_store(tmp / "mem", files=(Scope.PROJECT, Scope.SHARED, Scope.USER, Scope.SESSION))
     out = subprocess.run(
         [sys.executable, "-c", MEMORY_CHILD, str(REPO), str(p.home), str(p.workspace)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     rss, before, n = float(out[0]), float(out[1]), int(out[2])
-    row("resident memory, four 8 MiB files open",
-        f"{rss:.0f} MB ({n} records; {before:.0f} MB before load)", "<= 300 MB")
+    row(
+        "resident memory, four 8 MiB files open",
+        f"{rss:.0f} MB ({n} records; {before:.0f} MB before load)",
+        "<= 300 MB",
+    )
 
 
 # --------------------------------------------------------------------------- live
@@ -299,7 +323,9 @@ async def live_latency(p, trials: int, burst: int) -> tuple[list[float], float |
     app.sync = timed_sync  # type: ignore[method-assign]
     child = subprocess.Popen(
         [sys.executable, "-c", WRITER_CHILD, str(REPO), str(p.home), str(p.workspace)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     lat: list[float] = []
     burst_s: float | None = None
@@ -349,13 +375,19 @@ def bench_live(tmp: Path) -> None:
     lat.sort()
     p50 = statistics.median(lat) * 1000
     p95 = lat[int(len(lat) * 0.95) - 1] * 1000
-    row("append by another process -> row in table (50 trials)",
-        f"p50 {p50:.0f} ms, p95 {p95:.0f} ms", "p50 <= 50, p95 <= 100 ms")
+    row(
+        "append by another process -> row in table (50 trials)",
+        f"p50 {p50:.0f} ms, p95 {p95:.0f} ms",
+        "p50 <= 50, p95 <= 100 ms",
+    )
     big = full_store(tmp / "live-big", target_bytes=8 * MIB - 600 * 1024)
     _, burst = asyncio.run(live_latency(big, 0, 1000))
     assert burst is not None
-    row("burst of 1,000 appends to an 8 MiB file, last one shown",
-        f"{burst * 1000:.0f} ms after the last append", "<= 1 s")
+    row(
+        "burst of 1,000 appends to an 8 MiB file, last one shown",
+        f"{burst * 1000:.0f} ms after the last append",
+        "<= 1 s",
+    )
 
 
 # --------------------------------------------------------------------------- idle
@@ -380,8 +412,13 @@ def bench_idle(tmp: Path) -> None:
     row("CPU while idle and watching (10 s)", f"{share * 100:.2f}% of one core", "<= 2%")
 
 
-SECTIONS = {"launch": bench_launch, "ops": bench_ops, "memory": bench_memory,
-            "live": bench_live, "idle": bench_idle}
+SECTIONS = {
+    "launch": bench_launch,
+    "ops": bench_ops,
+    "memory": bench_memory,
+    "live": bench_live,
+    "idle": bench_idle,
+}
 
 
 def main() -> None:

@@ -40,14 +40,26 @@ def make_events(count: int, sessions: int, cwd: Path, seed: int = 7) -> list[byt
     for seq in range(count):
         session = seq % sessions
         files = [
-            {"path": f"src/pkg{rng.randrange(8)}/mod{rng.randrange(40)}.py",
-             "op": rng.choice(OPS), "artifact": rng.random() < 0.05}
+            {
+                "path": f"src/pkg{rng.randrange(8)}/mod{rng.randrange(40)}.py",
+                "op": rng.choice(OPS),
+                "artifact": rng.random() < 0.05,
+            }
             for _ in range(rng.randint(1, 3))
         ]
-        out.append(json.dumps({
-            "sessionId": f"bench-{session}", "rootId": "root", "seq": seq, "cwd": str(cwd),
-            "tool": "edit_file", "ok": rng.random() > 0.02, "files": files,
-        }).encode())
+        out.append(
+            json.dumps(
+                {
+                    "sessionId": f"bench-{session}",
+                    "rootId": "root",
+                    "seq": seq,
+                    "cwd": str(cwd),
+                    "tool": "edit_file",
+                    "ok": rng.random() > 0.02,
+                    "files": files,
+                }
+            ).encode()
+        )
     return out
 
 
@@ -65,7 +77,7 @@ def through_writer(lines: list[bytes], home: Path, cwd: Path) -> tuple[float, fl
     start = time.perf_counter()
     for i in range(0, len(lines), 1000):
         t = time.perf_counter()
-        for line in lines[i:i + 1000]:
+        for line in lines[i : i + 1000]:
             writer.on_tool_result(line)
         take_s += time.perf_counter() - t
         writer.flush_due()
@@ -75,8 +87,10 @@ def through_writer(lines: list[bytes], home: Path, cwd: Path) -> tuple[float, fl
 
 def throughput(count: int) -> None:
     print(f"throughput: {count:,} tool results through on_tool_result (500 ms debounce)")
-    print(f"{'sessions':>8}  {'json.loads/s':>13}  {'on_tool_result/s':>17}  {'ratio':>6}  "
-          f"{'with writes/s':>14}  {'ratio':>6}  {'digests':>7}")
+    print(
+        f"{'sessions':>8}  {'json.loads/s':>13}  {'on_tool_result/s':>17}  {'ratio':>6}  "
+        f"{'with writes/s':>14}  {'ratio':>6}  {'digests':>7}"
+    )
     for sessions in (1, 50):
         with tempfile.TemporaryDirectory() as tmp:
             cwd = Path(tmp) / "ws"
@@ -88,9 +102,11 @@ def throughput(count: int) -> None:
             take_s = min(r[0] for r in runs)
             total_s = min(r[1] for r in runs)
             written = runs[0][2]
-        print(f"{sessions:>8}  {count / base:>13,.0f}  {count / take_s:>17,.0f}  "
-              f"{base / take_s:>6.2f}  {count / total_s:>14,.0f}  {base / total_s:>6.2f}  "
-              f"{written:>7}")
+        print(
+            f"{sessions:>8}  {count / base:>13,.0f}  {count / take_s:>17,.0f}  "
+            f"{base / take_s:>6.2f}  {count / total_s:>14,.0f}  {base / total_s:>6.2f}  "
+            f"{written:>7}"
+        )
 
 
 def _digest_on_disk(path: Path) -> bool:
@@ -107,8 +123,19 @@ def latency(trials: int) -> None:
         cwd.mkdir()
         events = Path(tmp) / "events.jsonl"
         events.touch()
-        cmd = [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(home), "--workspace",
-               str(cwd), "auto-write", "--events", str(events), "--follow"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "dsh_memory_tui.cli",
+            "--home",
+            str(home),
+            "--workspace",
+            str(cwd),
+            "auto-write",
+            "--events",
+            str(events),
+            "--follow",
+        ]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
         samples = []
@@ -116,11 +143,18 @@ def latency(trials: int) -> None:
             for trial in range(trials + 1):  # trial 0 warms the process up
                 session = f"latency-{trial}"
                 burst = b"".join(
-                    json.dumps({
-                        "sessionId": session, "rootId": "root", "seq": seq, "cwd": str(cwd),
-                        "tool": "write_file", "ok": True,
-                        "files": [{"path": f"out/{seq}.txt", "op": "create"}],
-                    }).encode() + b"\n"
+                    json.dumps(
+                        {
+                            "sessionId": session,
+                            "rootId": "root",
+                            "seq": seq,
+                            "cwd": str(cwd),
+                            "tool": "write_file",
+                            "ok": True,
+                            "files": [{"path": f"out/{seq}.txt", "op": "create"}],
+                        }
+                    ).encode()
+                    + b"\n"
                     for seq in range(20)
                 )
                 name = session_file_stem(session_scope_key(session, "root"))  # 32 hex
@@ -142,11 +176,15 @@ def latency(trials: int) -> None:
     ms = sorted(s * 1000 for s in samples)
     p50 = statistics.median(ms)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
-    print(f"\nlatency: last tool result of a burst -> digest on disk, {len(ms)} trials "
-          "(a real `dsh-memory auto-write --events FILE --follow`)")
-    print(f"  p50 {p50:.0f} ms   p95 {p95:.0f} ms   max {ms[-1]:.0f} ms   "
-          f"(debounce 500 ms: p50 is {p50 / 500:.2f}x it, {p50 - 500:.0f} ms over; "
-          f"target 600 ms)")
+    print(
+        f"\nlatency: last tool result of a burst -> digest on disk, {len(ms)} trials "
+        "(a real `dsh-memory auto-write --events FILE --follow`)"
+    )
+    print(
+        f"  p50 {p50:.0f} ms   p95 {p95:.0f} ms   max {ms[-1]:.0f} ms   "
+        f"(debounce 500 ms: p50 is {p50 / 500:.2f}x it, {p50 - 500:.0f} ms over; "
+        f"target 600 ms)"
+    )
 
 
 def main() -> None:

@@ -43,9 +43,31 @@ from dsh_memory_tui.store import MemoryStore
 ROUNDS = 5
 USER = "bench"
 WORDS = [
-    "service", "handler", "retry", "postgres", "queue", "token", "deploy", "cache", "schema",
-    "migration", "timeout", "endpoint", "logging", "metrics", "config", "fixture", "pytest",
-    "ruff", "branch", "release", "api", "worker", "batch", "index", "lock",
+    "service",
+    "handler",
+    "retry",
+    "postgres",
+    "queue",
+    "token",
+    "deploy",
+    "cache",
+    "schema",
+    "migration",
+    "timeout",
+    "endpoint",
+    "logging",
+    "metrics",
+    "config",
+    "fixture",
+    "pytest",
+    "ruff",
+    "branch",
+    "release",
+    "api",
+    "worker",
+    "batch",
+    "index",
+    "lock",
 ]
 ORIGINS = {
     Origin.USER_AUTHORED: ProvenanceKind.USER,
@@ -74,15 +96,17 @@ def build_store(root: Path) -> tuple[StorePaths, int, int]:
         verified = origin is Origin.USER_AUTHORED and rnd.random() < 0.5
         content = "\n".join(_sentence(rnd, rnd.randint(8, 22)) for _ in range(rnd.randint(2, 7)))
         record = make_record(
-            scope=Scope.PROJECT, scope_key=file.scope_key or "",
+            scope=Scope.PROJECT,
+            scope_key=file.scope_key or "",
             record_type=rnd.choice(list(RecordType)),
             title=f"{_sentence(rnd, rnd.randint(3, 8))[:-1]} ({i})",
-            content=content, tags=rnd.sample(WORDS, rnd.randint(0, 3)),
+            content=content,
+            tags=rnd.sample(WORDS, rnd.randint(0, 3)),
             provenance=Provenance(kind=ORIGINS[origin], sessionId=session, eventSeq=i),
             origin=origin,
-            source_refs=[] if origin is Origin.USER_AUTHORED else [
-                SourceRef(kind="session", id=session), SourceRef(kind="event", id=str(i))
-            ],
+            source_refs=[]
+            if origin is Origin.USER_AUTHORED
+            else [SourceRef(kind="session", id=session), SourceRef(kind="event", id=str(i))],
             verification=Verification.VERIFIED if verified else Verification.UNVERIFIED,
             verified_at=1_764_000_000_000 + i if verified else None,
             now=1_764_000_000_000 + i,
@@ -139,19 +163,23 @@ def main() -> int:
 
         export()  # the bundles the plans read
         export_markdown()
-        best = best_times({
-            "validated load": load,
-            "export": export,
-            "import plan, empty target": plan_into_empty,
-            "import plan, same store": plan_into_same,
-            "export, Markdown": export_markdown,
-            "import plan, Markdown, empty target": plan_markdown,
-        })
+        best = best_times(
+            {
+                "validated load": load,
+                "export": export,
+                "import plan, empty target": plan_into_empty,
+                "import plan, same store": plan_into_same,
+                "export, Markdown": export_markdown,
+                "import plan, Markdown, empty target": plan_markdown,
+            }
+        )
         base = best["validated load"]
-        print(f"store: {count} records, {size / 1024 / 1024:.2f} MiB; "
-              f"bundle: {bundle.stat().st_size / 1024 / 1024:.2f} MiB "
-              f"(Markdown {markdown.stat().st_size / 1024 / 1024:.2f} MiB); best of {ROUNDS}; "
-              f"Python {sys.version.split()[0]}")
+        print(
+            f"store: {count} records, {size / 1024 / 1024:.2f} MiB; "
+            f"bundle: {bundle.stat().st_size / 1024 / 1024:.2f} MiB "
+            f"(Markdown {markdown.stat().st_size / 1024 / 1024:.2f} MiB); best of {ROUNDS}; "
+            f"Python {sys.version.split()[0]}"
+        )
         print()
         print("| operation | time | ratio to load |")
         print("|---|---:|---:|")

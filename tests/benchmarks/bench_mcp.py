@@ -47,8 +47,23 @@ from dsh_memory_tui.model import (  # noqa: E402
 )
 from dsh_memory_tui.paths import StoreFile, StorePaths  # noqa: E402
 
-WORDS = ("service", "handler", "retry", "postgres", "queue", "token", "deploy", "cache",
-         "schema", "migration", "timeout", "endpoint", "logging", "metrics", "config")
+WORDS = (
+    "service",
+    "handler",
+    "retry",
+    "postgres",
+    "queue",
+    "token",
+    "deploy",
+    "cache",
+    "schema",
+    "migration",
+    "timeout",
+    "endpoint",
+    "logging",
+    "metrics",
+    "config",
+)
 T0 = 1_764_000_000_000
 
 
@@ -58,11 +73,17 @@ def write_verified(file: StoreFile, count: int, start: int) -> None:
     for i in range(start, start + count):
         words = " ".join(WORDS[(i * k + k) % len(WORDS)] for k in range(1, 31))
         record = make_record(
-            scope=file.scope, scope_key=file.scope_key or "", record_type=list(RecordType)[i % 4],
+            scope=file.scope,
+            scope_key=file.scope_key or "",
+            record_type=list(RecordType)[i % 4],
             title=f"Record {i}: {WORDS[i % len(WORDS)]} {WORDS[(i * 7) % len(WORDS)]} rule",
-            content=words[:250], tags=[WORDS[i % len(WORDS)]],
-            provenance=Provenance(kind=ProvenanceKind.USER), origin=Origin.USER_AUTHORED,
-            source_refs=[], verification=Verification.VERIFIED, verified_at=T0 + i,
+            content=words[:250],
+            tags=[WORDS[i % len(WORDS)]],
+            provenance=Provenance(kind=ProvenanceKind.USER),
+            origin=Origin.USER_AUTHORED,
+            source_refs=[],
+            verification=Verification.VERIFIED,
+            verified_at=T0 + i,
             now=T0 + i,
         )
         out.append(record.to_line())
@@ -98,26 +119,36 @@ def cpu_seconds(pid: int) -> float:
 def summary(name: str, times: list[float]) -> str:
     ms = sorted(t * 1000 for t in times)
     p95 = ms[max(0, round(0.95 * len(ms)) - 1)]
-    return (f"{name:<13} n={len(ms):<4} p50 {statistics.median(ms):7.2f} ms   "
-            f"p95 {p95:7.2f} ms   max {ms[-1]:7.2f} ms")
+    return (
+        f"{name:<13} n={len(ms):<4} p50 {statistics.median(ms):7.2f} ms   "
+        f"p95 {p95:7.2f} ms   max {ms[-1]:7.2f} ms"
+    )
 
 
 async def measure(
-    session: ClientSession, args: argparse.Namespace, paths: StorePaths, queries: list[str],
+    session: ClientSession,
+    args: argparse.Namespace,
+    paths: StorePaths,
+    queries: list[str],
     rng: random.Random,
 ) -> tuple[dict[str, list[float]], float, int, tuple[float, float]]:
     first = time.perf_counter()
     await session.call_tool("workspace_memory_list", {"scope": "session"})
     first_call = time.perf_counter() - first
-    timings: dict[str, list[float]] = {"propose": [], "search": [], "search again": [],
-                                       "list": []}
+    timings: dict[str, list[float]] = {"propose": [], "search": [], "search again": [], "list": []}
     lines_before = sum(1 for _ in paths.project_file().path.open("rb"))
     for i in range(args.calls):
         t = time.perf_counter()
-        result = await session.call_tool("workspace_memory_propose", {
-            "type": "fact", "title": f"Bench proposal {i}",
-            "content": f"proposal {i}: {' '.join(rng.sample(WORDS, 8))}", "tags": ["bench"],
-        }, meta={"claudecode/toolUseId": f"toolu_{i}"})
+        result = await session.call_tool(
+            "workspace_memory_propose",
+            {
+                "type": "fact",
+                "title": f"Bench proposal {i}",
+                "content": f"proposal {i}: {' '.join(rng.sample(WORDS, 8))}",
+                "tags": ["bench"],
+            },
+            meta={"claudecode/toolUseId": f"toolu_{i}"},
+        )
         timings["propose"].append(time.perf_counter() - t)
         assert not result.is_error, result
     for name in ("search", "search again"):  # the first pass also writes use counts
@@ -147,14 +178,28 @@ async def run(args: argparse.Namespace, root: Path) -> None:
     write_verified(paths.project_file(), project, 0)
     write_verified(paths.user_file(), args.records - project, project)
     size = paths.project_file().path.stat().st_size + paths.user_file().path.stat().st_size
-    print(f"store: {args.records} verified records ({project} project, "
-          f"{args.records - project} user), {size / 1e6:.1f} MB")
+    print(
+        f"store: {args.records} verified records ({project} project, "
+        f"{args.records - project} user), {size / 1e6:.1f} MB"
+    )
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "dsh_memory_tui.cli", "--home", str(paths.home), "--workspace",
-              str(paths.workspace), "--user", "alice", "mcp", "--session", "bench"],
-        env={"PYTHONPATH": str(REPO)}, cwd=str(paths.workspace),
+        args=[
+            "-m",
+            "dsh_memory_tui.cli",
+            "--home",
+            str(paths.home),
+            "--workspace",
+            str(paths.workspace),
+            "--user",
+            "alice",
+            "mcp",
+            "--session",
+            "bench",
+        ],
+        env={"PYTHONPATH": str(REPO)},
+        cwd=str(paths.workspace),
     )
     rng = random.Random(14)
     queries = []
@@ -166,8 +211,9 @@ async def run(args: argparse.Namespace, root: Path) -> None:
             queries.append(f"{rng.choice(WORDS)} {rng.choice(WORDS)}")
         elif kind == 2:
             n = rng.randrange(args.records)
-            queries.append(f"Record {n}: {WORDS[n % len(WORDS)]} {WORDS[(n * 7) % len(WORDS)]} "
-                           "rule")
+            queries.append(
+                f"Record {n}: {WORDS[n % len(WORDS)]} {WORDS[(n * 7) % len(WORDS)]} rule"
+            )
         else:
             queries.append(f"zz{i} nothing")
     with open(root / "server.log", "w") as errlog:
@@ -180,12 +226,15 @@ async def run(args: argparse.Namespace, root: Path) -> None:
             ready = time.perf_counter() - start
             got = await measure(session, args, paths, queries, rng)
     timings, first_call, appended, (cpu, idle) = got
-    print(f"startup (spawn to initialized): {ready * 1000:.0f} ms; first call "
-          f"{first_call * 1000:.1f} ms")
+    print(
+        f"startup (spawn to initialized): {ready * 1000:.0f} ms; first call "
+        f"{first_call * 1000:.1f} ms"
+    )
     for name, times in timings.items():
         print(summary(name, times))
-    print(f"project lines appended during the run: {appended} "
-          f"({args.calls} proposals + use counts)")
+    print(
+        f"project lines appended during the run: {appended} ({args.calls} proposals + use counts)"
+    )
     print(f"idle CPU over {idle:.1f} s: {cpu:.3f} s ({100 * cpu / idle:.2f} % of one core)")
 
 

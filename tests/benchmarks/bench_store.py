@@ -42,9 +42,34 @@ from dsh_memory_tui.paths import workspace_root_id  # noqa: E402
 from dsh_memory_tui.store import FileView, MemoryStore  # noqa: E402
 
 WORDS = [
-    "the", "service", "uses", "postgres", "with", "pgbouncer", "in", "front;", "tests", "run",
-    "on", "sqlite;", "ruff", "and", "mypy", "gate", "every", "commit;", "deploys", "go",
-    "through", "release", "branch", "after", "review", "by", "two", "people",
+    "the",
+    "service",
+    "uses",
+    "postgres",
+    "with",
+    "pgbouncer",
+    "in",
+    "front;",
+    "tests",
+    "run",
+    "on",
+    "sqlite;",
+    "ruff",
+    "and",
+    "mypy",
+    "gate",
+    "every",
+    "commit;",
+    "deploys",
+    "go",
+    "through",
+    "release",
+    "branch",
+    "after",
+    "review",
+    "by",
+    "two",
+    "people",
 ]
 ROUNDS = 11
 
@@ -60,16 +85,26 @@ def best(fn: Callable[[], object], rounds: int = ROUNDS) -> float:
 
 def realistic_line(i: int, workspace: str, rng: random.Random, size: int) -> bytes:
     """A project proposal of about ``size`` bytes, as the agent writes them."""
+
     def make(content: str) -> bytes:
         return make_record(
-            scope=Scope.PROJECT, scope_key=workspace, record_type=rng.choice(list(RecordType)),
-            title=f"Observation {i}: " + " ".join(rng.choices(WORDS, k=6)), content=content,
+            scope=Scope.PROJECT,
+            scope_key=workspace,
+            record_type=rng.choice(list(RecordType)),
+            title=f"Observation {i}: " + " ".join(rng.choices(WORDS, k=6)),
+            content=content,
             tags=rng.sample(["db", "ci", "style", "deploy", "tests"], 2),
-            provenance=Provenance(kind=ProvenanceKind.AGENT, sessionId=f"sess-{i % 40:04d}",
-                                  eventSeq=i, note="agent proposal"),
+            provenance=Provenance(
+                kind=ProvenanceKind.AGENT,
+                sessionId=f"sess-{i % 40:04d}",
+                eventSeq=i,
+                note="agent proposal",
+            ),
             origin=Origin.MODEL_SUGGESTED,
-            source_refs=[SourceRef(kind="session", id=f"sess-{i % 40:04d}"),
-                         SourceRef(kind="event", id=str(i))],
+            source_refs=[
+                SourceRef(kind="session", id=f"sess-{i % 40:04d}"),
+                SourceRef(kind="event", id=str(i)),
+            ],
         ).to_line()
 
     words = []
@@ -123,8 +158,12 @@ def measure_load(store: MemoryStore, path: Path) -> dict[str, float]:
         gc.collect()
         full.append(best(load, 1))
         gc.collect()
-    return {"records": len(lines), "bytes": path.stat().st_size,
-            "json_loads_s": min(baseline), "load_s": min(full)}
+    return {
+        "records": len(lines),
+        "bytes": path.stat().st_size,
+        "json_loads_s": min(baseline),
+        "load_s": min(full),
+    }
 
 
 def measure_tail(store: MemoryStore, path: Path, rng: random.Random) -> dict[str, float]:
@@ -142,8 +181,9 @@ def measure_tail(store: MemoryStore, path: Path, rng: random.Random) -> dict[str
     return {"tail_s": statistics.median(times), "tail_min_s": min(times)}
 
 
-def _appender(home: str, workspace: str, worker: int, count: int, start: mp.Event,
-              out: mp.Queue) -> None:
+def _appender(
+    home: str, workspace: str, worker: int, count: int, start: mp.Event, out: mp.Queue
+) -> None:
     store = MemoryStore.open(home, workspace, "alice")
     store.refresh()
     rng = random.Random(worker)
@@ -151,8 +191,13 @@ def _appender(home: str, workspace: str, worker: int, count: int, start: mp.Even
     acked = []
     start.wait()
     for i in range(count):
-        r = store.propose("project", "fact", f"worker {worker} #{i}", f"{worker}/{i} {body}",
-                          source_refs=[SourceRef(kind="session", id=f"w{worker}")])
+        r = store.propose(
+            "project",
+            "fact",
+            f"worker {worker} #{i}",
+            f"{worker}/{i} {body}",
+            source_refs=[SourceRef(kind="session", id=f"w{worker}")],
+        )
         acked.append(r.id)
     out.put(acked)
 
@@ -162,8 +207,10 @@ def measure_appends(base: Path, workers: int, count: int) -> dict[str, float]:
     workspace.mkdir(mode=0o700)
     ctx = mp.get_context("fork")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_appender, args=(str(home), str(workspace), w, count, start, out))
-             for w in range(workers)]
+    procs = [
+        ctx.Process(target=_appender, args=(str(home), str(workspace), w, count, start, out))
+        for w in range(workers)
+    ]
     for p in procs:
         p.start()
     time.sleep(0.5)  # let every worker import and open the store before the clock starts
@@ -176,10 +223,14 @@ def measure_appends(base: Path, workers: int, count: int) -> dict[str, float]:
     store = MemoryStore.open(home, workspace, "alice")
     current = {r.id for r in store.records("project")}
     lines = store.file_for("project").path.read_bytes().count(b"\n")
-    return {"appends": len(acked), "lost": len(set(acked) - current),
-            "duplicated": lines - len(set(acked)), "append_s": elapsed,
-            "append_rate": len(acked) / elapsed,
-            "append_bytes": store.file_for("project").path.stat().st_size}
+    return {
+        "appends": len(acked),
+        "lost": len(set(acked) - current),
+        "duplicated": lines - len(set(acked)),
+        "append_s": elapsed,
+        "append_rate": len(acked) / elapsed,
+        "append_bytes": store.file_for("project").path.stat().st_size,
+    }
 
 
 def measure_primitives(base: Path) -> dict[str, float]:
@@ -191,6 +242,7 @@ def measure_primitives(base: Path) -> dict[str, float]:
 
     fd = os.open(base / "probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
+
         def fsync() -> None:
             os.write(fd, b"x\n")
             os.fsync(fd)
@@ -240,22 +292,38 @@ def main() -> None:
 
     ms = 1000.0
     rows = [
-        ("validated load / per-line json.loads", f"{load['load_s'] / load['json_loads_s']:.2f}x",
-         "<= 1.50x",
-         f"{load['load_s'] * ms:.1f} ms vs {load['json_loads_s'] * ms:.1f} ms "
-         f"({load['records']} records, {load['bytes'] / 2**20:.2f} MiB)"),
-        ("one appended record / full load", f"1/{load['load_s'] / tail['tail_s']:.0f}",
-         "<= 1/1000",
-         f"{tail['tail_s'] * 1e6:.0f} us median (best {tail['tail_min_s'] * 1e6:.0f} us)"),
-        (f"{args.workers} procs x {args.appends} locked fsynced appends",
-         f"{appends['append_rate']:.0f} rec/s", ">= 1500 rec/s",
-         f"{appends['append_s']:.2f} s, lost {appends['lost']}, "
-         f"duplicated {appends['duplicated']}, {appends['append_bytes'] / 2**20:.1f} MiB"),
-        ("memory per loaded record / its bytes",
-         f"{memory['mem_per_record'] / memory['bytes_per_record']:.2f}x", "<= 4.00x",
-         f"{memory['mem_per_record']:.0f} B per {memory['bytes_per_record']:.0f}-byte record"),
-        ("host lock acquire+release; fsync (reference)", "", "",
-         f"{prim['lock_s'] * 1e6:.0f} us; {prim['fsync_s'] * 1e6:.0f} us"),
+        (
+            "validated load / per-line json.loads",
+            f"{load['load_s'] / load['json_loads_s']:.2f}x",
+            "<= 1.50x",
+            f"{load['load_s'] * ms:.1f} ms vs {load['json_loads_s'] * ms:.1f} ms "
+            f"({load['records']} records, {load['bytes'] / 2**20:.2f} MiB)",
+        ),
+        (
+            "one appended record / full load",
+            f"1/{load['load_s'] / tail['tail_s']:.0f}",
+            "<= 1/1000",
+            f"{tail['tail_s'] * 1e6:.0f} us median (best {tail['tail_min_s'] * 1e6:.0f} us)",
+        ),
+        (
+            f"{args.workers} procs x {args.appends} locked fsynced appends",
+            f"{appends['append_rate']:.0f} rec/s",
+            ">= 1500 rec/s",
+            f"{appends['append_s']:.2f} s, lost {appends['lost']}, "
+            f"duplicated {appends['duplicated']}, {appends['append_bytes'] / 2**20:.1f} MiB",
+        ),
+        (
+            "memory per loaded record / its bytes",
+            f"{memory['mem_per_record'] / memory['bytes_per_record']:.2f}x",
+            "<= 4.00x",
+            f"{memory['mem_per_record']:.0f} B per {memory['bytes_per_record']:.0f}-byte record",
+        ),
+        (
+            "host lock acquire+release; fsync (reference)",
+            "",
+            "",
+            f"{prim['lock_s'] * 1e6:.0f} us; {prim['fsync_s'] * 1e6:.0f} us",
+        ),
     ]
     headers = ("measure", "result", "target", "absolute")
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(4)]

@@ -18,8 +18,23 @@ from dsh_memory_tui.model import (
 from dsh_memory_tui.paths import StoreFile, StorePaths
 
 MIB = 1024 * 1024
-WORDS = ("service", "handler", "retry", "postgres", "queue", "token", "deploy", "cache",
-         "schema", "migration", "timeout", "endpoint", "logging", "metrics", "config")
+WORDS = (
+    "service",
+    "handler",
+    "retry",
+    "postgres",
+    "queue",
+    "token",
+    "deploy",
+    "cache",
+    "schema",
+    "migration",
+    "timeout",
+    "endpoint",
+    "logging",
+    "metrics",
+    "config",
+)
 
 
 def record_line(file: StoreFile, i: int, content_bytes: int, proposal: bool = True) -> bytes:
@@ -31,8 +46,11 @@ def record_line(file: StoreFile, i: int, content_bytes: int, proposal: bool = Tr
         title=f"Record {i}: {WORDS[i % len(WORDS)]} {WORDS[(i * 7) % len(WORDS)]} rule",
         content=words[:content_bytes],
         tags=[WORDS[i % len(WORDS)]],
-        provenance=Provenance(kind=ProvenanceKind.AGENT if proposal else ProvenanceKind.USER,
-                              sessionId="bench", eventSeq=i),
+        provenance=Provenance(
+            kind=ProvenanceKind.AGENT if proposal else ProvenanceKind.USER,
+            sessionId="bench",
+            eventSeq=i,
+        ),
         origin=Origin.MODEL_SUGGESTED if proposal else Origin.USER_AUTHORED,
         source_refs=[SourceRef(kind="session", id="bench")] if proposal else [],
         now=1_764_000_000_000 + i,
@@ -40,8 +58,14 @@ def record_line(file: StoreFile, i: int, content_bytes: int, proposal: bool = Tr
     return record.to_line()
 
 
-def fill(file: StoreFile, *, target_bytes: int | None = None, count: int | None = None,
-         content_bytes: int = 600, start: int = 0) -> int:
+def fill(
+    file: StoreFile,
+    *,
+    target_bytes: int | None = None,
+    count: int | None = None,
+    content_bytes: int = 600,
+    start: int = 0,
+) -> int:
     """Write records to ``file`` until it holds ``target_bytes`` (or ``count`` records).
     Returns the number of records written.
     """
@@ -72,8 +96,9 @@ def paths(root: Path, user: str = "alice") -> StorePaths:
     return StorePaths.resolve(root / "home", ws, user)
 
 
-def full_store(root: Path, *, files: tuple[Scope, ...] = (Scope.PROJECT,),
-               target_bytes: int = 8 * MIB - 4096) -> StorePaths:
+def full_store(
+    root: Path, *, files: tuple[Scope, ...] = (Scope.PROJECT,), target_bytes: int = 8 * MIB - 4096
+) -> StorePaths:
     """A store whose ``files`` are each just under 8 MiB (about 7,500 records apiece)."""
     p = paths(root)
     for n, scope in enumerate(files):

@@ -10,13 +10,37 @@ from typing import Any
 from dsh_memory_tui.model import Record
 
 RECORD_FIELDS = (
-    "schemaVersion", "id", "scope", "scopeKey", "type", "title", "content", "tags", "provenance",
-    "createdAt", "updatedAt", "lastUsedAt", "useCount", "contentHash", "status", "governance",
+    "schemaVersion",
+    "id",
+    "scope",
+    "scopeKey",
+    "type",
+    "title",
+    "content",
+    "tags",
+    "provenance",
+    "createdAt",
+    "updatedAt",
+    "lastUsedAt",
+    "useCount",
+    "contentHash",
+    "status",
+    "governance",
 )
 PROVENANCE_FIELDS = ("kind", "sessionId", "eventSeq", "note")
 GOVERNANCE_FIELDS = (
-    "origin", "sourceRefs", "verification", "verifiedAt", "verifiedBy", "confidence", "revision",
-    "conflictGroup", "pinnedAt", "pinnedBy", "expiresAt", "retention",
+    "origin",
+    "sourceRefs",
+    "verification",
+    "verifiedAt",
+    "verifiedBy",
+    "confidence",
+    "revision",
+    "conflictGroup",
+    "pinnedAt",
+    "pinnedBy",
+    "expiresAt",
+    "retention",
 )
 SOURCE_REF_FIELDS = ("kind", "id", "contentHash")
 
@@ -26,8 +50,10 @@ def _pick(data: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
 
 
 def governance_form(record: Record) -> dict[str, Any]:
-    g = _pick(json.loads(json.dumps(record.governance.model_dump(
-        mode="json", exclude_unset=True))), GOVERNANCE_FIELDS)
+    g = _pick(
+        json.loads(json.dumps(record.governance.model_dump(mode="json", exclude_unset=True))),
+        GOVERNANCE_FIELDS,
+    )
     g["sourceRefs"] = [_pick(r, SOURCE_REF_FIELDS) for r in g["sourceRefs"]]
     return g
 

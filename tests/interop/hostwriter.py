@@ -230,8 +230,11 @@ def main(argv: list[str] | None = None) -> int:
                     written = ""
                 else:
                     line = proposal(
-                        args.scope, args.scope_key, args.session_id,
-                        f"{args.prefix} {i}", f"{args.prefix} content {i}",
+                        args.scope,
+                        args.scope_key,
+                        args.session_id,
+                        f"{args.prefix} {i}",
+                        f"{args.prefix} content {i}",
                     )
                     append_line(args.file, line)
                     written = json.loads(line)["id"]

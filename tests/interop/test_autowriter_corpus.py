@@ -81,7 +81,7 @@ def test_each_flush_appends_what_the_host_appended(case: str, tmp_path: Path) ->
         written = ours.flush(log)
         after = ours.data()
         assert after.startswith(before)
-        appended = after[len(before):]
+        appended = after[len(before) :]
         assert masked(appended) == masked(expected_change(flush, dirs)), f"flush {flush['flush']}"
         for created, updated in times(appended):
             assert created <= updated
@@ -141,8 +141,15 @@ def test_a_long_running_writer_gives_the_same_lines_as_one_run_per_flush(tmp_pat
 def host_flush(host: HostHarness, dirs: CaseDirs, lines: list[str], n: int) -> dict[str, Any]:
     events = dirs.tmp / f"events-{n}.jsonl"
     events.write_text("".join(line + "\n" for line in lines))
-    return host.run("autowrite", "--events", str(events), home=dirs.home,
-                    workspace=dirs.workspace, scope="session", session=AUTOWRITER_SESSION)
+    return host.run(
+        "autowrite",
+        "--events",
+        str(events),
+        home=dirs.home,
+        workspace=dirs.workspace,
+        scope="session",
+        session=AUTOWRITER_SESSION,
+    )
 
 
 @pytest.mark.parametrize("first", ["host", "ours"])
@@ -162,19 +169,46 @@ def test_the_host_and_we_take_turns_on_one_file(
             assert out["writtenId"] == flush["cli"]["output"]["writtenId"]
         else:
             ours.flush(log)
-        appended = ours.data()[len(before):]
+        appended = ours.data()[len(before) :]
         assert masked(appended) == masked(expected_change(flush, dirs)), f"flush {flush['flush']}"
-    seen = host.run("open-warnings", home=dirs.home, workspace=dirs.workspace, scope="session",
-                    session=AUTOWRITER_SESSION)
+    seen = host.run(
+        "open-warnings",
+        home=dirs.home,
+        workspace=dirs.workspace,
+        scope="session",
+        session=AUTOWRITER_SESSION,
+    )
     assert (seen["warnings"], seen["readOnly"]) == ([], False)
     assert seen["records"] == len(spec["finalView"]["records"])
 
 
 PATHS = (
-    "a.txt", "b.md", "src/z.ts", "./src/z.ts", "src//z.ts", "src\\y.ts", "B.md", "é.txt",
-    "e.txt", "dir/", ".", "/etc/passwd", "../up.txt", "a/../b.txt", "file:///x", "C:\\w.txt",
-    " padded.txt ", "\\\\server\\share.txt", "__WORKSPACE__/abs.txt", "__WORKSPACE__",
-    "x, y.txt", 'quote".txt', "file-10.txt", "file-9.txt", "_u.txt", "-d.txt",
+    "a.txt",
+    "b.md",
+    "src/z.ts",
+    "./src/z.ts",
+    "src//z.ts",
+    "src\\y.ts",
+    "B.md",
+    "é.txt",
+    "e.txt",
+    "dir/",
+    ".",
+    "/etc/passwd",
+    "../up.txt",
+    "a/../b.txt",
+    "file:///x",
+    "C:\\w.txt",
+    " padded.txt ",
+    "\\\\server\\share.txt",
+    "__WORKSPACE__/abs.txt",
+    "__WORKSPACE__",
+    "x, y.txt",
+    'quote".txt',
+    "file-10.txt",
+    "file-9.txt",
+    "_u.txt",
+    "-d.txt",
 )
 
 
@@ -186,13 +220,28 @@ def random_log(seed: int, n: int) -> list[str]:
     rng = random.Random(seed)
     lines = []
     for i in range(n):
-        files = [{"path": rng.choice(PATHS), "op": rng.choice(["create", "modify", "delete"]),
-                  "artifact": rng.random() < 0.3} for _ in range(rng.randint(0, 4))]
+        files = [
+            {
+                "path": rng.choice(PATHS),
+                "op": rng.choice(["create", "modify", "delete"]),
+                "artifact": rng.random() < 0.3,
+            }
+            for _ in range(rng.randint(0, 4))
+        ]
         seq = max(0, i + rng.randint(-4, 1))
-        lines.append(json.dumps({
-            "sessionId": AUTOWRITER_SESSION, "rootId": "__ROOT_ID__", "seq": seq,
-            "cwd": "__WORKSPACE__", "tool": "t", "ok": rng.random() < 0.85, "files": files,
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "sessionId": AUTOWRITER_SESSION,
+                    "rootId": "__ROOT_ID__",
+                    "seq": seq,
+                    "cwd": "__WORKSPACE__",
+                    "tool": "t",
+                    "ok": rng.random() < 0.85,
+                    "files": files,
+                }
+            )
+        )
     return lines
 
 
@@ -200,14 +249,18 @@ def normalized(dirs: CaseDirs, data: bytes) -> bytes:
     """A case's session file with its own rootId, workspace and scope hash put back as
     placeholders (and clock values masked), so two homes' files compare."""
     text = masked(data).decode()
-    for value, placeholder in ((dirs.root_id, "R"), (str(dirs.workspace), "W"),
-                               (dirs.mapping["__SCOPEKEY_SHA16__"], "S")):
+    for value, placeholder in (
+        (dirs.root_id, "R"),
+        (str(dirs.workspace), "W"),
+        (dirs.mapping["__SCOPEKEY_SHA16__"], "S"),
+    ):
         text = text.replace(value, placeholder)
     return text.encode()
 
 
-def run_both(host: HostHarness, tmp_path: Path, runs: list[list[str]],
-             between: Any = None) -> tuple[bytes, bytes]:
+def run_both(
+    host: HostHarness, tmp_path: Path, runs: list[list[str]], between: Any = None
+) -> tuple[bytes, bytes]:
     """Each run (template lines, whole log of that run) by the host in one home and by us in
     another; ``between(n, theirs, ours)`` runs after run ``n``. Both files, normalized."""
     theirs, mine = make_case_dirs(tmp_path / "host"), make_case_dirs(tmp_path / "ours")
@@ -232,11 +285,16 @@ def test_random_logs_give_the_hosts_file(host: HostHarness, seed: int, tmp_path:
 
 
 def line(seq: int, *files: tuple[str, str]) -> str:
-    return json.dumps({
-        "sessionId": AUTOWRITER_SESSION, "rootId": "__ROOT_ID__", "seq": seq,
-        "cwd": "__WORKSPACE__", "ok": True,
-        "files": [{"path": path, "op": op} for path, op in files],
-    })
+    return json.dumps(
+        {
+            "sessionId": AUTOWRITER_SESSION,
+            "rootId": "__ROOT_ID__",
+            "seq": seq,
+            "cwd": "__WORKSPACE__",
+            "ok": True,
+            "files": [{"path": path, "op": op} for path, op in files],
+        }
+    )
 
 
 def test_a_repeat_of_an_archived_digest_is_merged_as_the_host_merges_it(
@@ -255,10 +313,17 @@ def test_a_verified_digest_merges_as_the_host_merges_it(host: HostHarness, tmp_p
             return
         (record_id,) = {json.loads(x)["id"] for x in ours.data().splitlines()}
         ours.store.verify(record_id)
-        host.run("govern", record_id.replace(ours.dirs.mapping["__SCOPEKEY_SHA16__"],
-                                             theirs.mapping["__SCOPEKEY_SHA16__"]), "verify",
-                 home=theirs.home, workspace=theirs.workspace, scope="session",
-                 session=AUTOWRITER_SESSION)
+        host.run(
+            "govern",
+            record_id.replace(
+                ours.dirs.mapping["__SCOPEKEY_SHA16__"], theirs.mapping["__SCOPEKEY_SHA16__"]
+            ),
+            "verify",
+            home=theirs.home,
+            workspace=theirs.workspace,
+            scope="session",
+            session=AUTOWRITER_SESSION,
+        )
 
     first = line(1, ("a.txt", "modify"))
     runs = [[first], [first, line(4, ("a.txt", "modify"))]]

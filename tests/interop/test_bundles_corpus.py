@@ -60,8 +60,12 @@ from .hostform import host_form
 INDEX = corpus_json("bundles/index.json")
 REFUSALS = {c["case"]: c for c in INDEX["importMemoryBundleRefusals"]}
 MD_CASES = {c["case"]: c for c in INDEX["importMemoryMarkdownCases"]}
-MD_FOLDERS = ("import-markdown-own-export", "import-markdown-partial",
-              "import-markdown-user-authored", "import-markdown-verified")
+MD_FOLDERS = (
+    "import-markdown-own-export",
+    "import-markdown-partial",
+    "import-markdown-user-authored",
+    "import-markdown-verified",
+)
 
 
 def source_store(tmp_path: Path) -> tuple[CaseDirs, MemoryStore]:
@@ -144,10 +148,15 @@ def test_the_hosts_export_imports_here_whole(form: str, tmp_path: Path) -> None:
         *theirs, mine = refs_of(record)
         original = exported[mine["id"]]
         assert theirs == original["governance"]["sourceRefs"]
-        assert mine == {"kind": "import", "id": original["id"],
-                        "contentHash": original["contentHash"]}
+        assert mine == {
+            "kind": "import",
+            "id": original["id"],
+            "contentHash": original["contentHash"],
+        }
         assert (record.governance.origin, record.governance.verification.value) == (
-            Origin.IMPORTED, "unverified")
+            Origin.IMPORTED,
+            "unverified",
+        )
 
 
 def test_the_hosts_export_into_its_own_store_writes_nothing(tmp_path: Path) -> None:
@@ -161,10 +170,15 @@ def test_the_hosts_export_into_its_own_store_writes_nothing(tmp_path: Path) -> N
     assert store.file_for("project").path.read_bytes() == before
 
 
-@pytest.mark.parametrize("folder", [
-    "import-own-json-fresh-store", "import-own-json-same-store", "import-markdown-partial",
-    "import-markdown-user-authored",
-])
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "import-own-json-fresh-store",
+        "import-own-json-same-store",
+        "import-markdown-partial",
+        "import-markdown-user-authored",
+    ],
+)
 def test_we_read_the_files_the_hosts_imports_left(folder: str, tmp_path: Path) -> None:
     dirs = install_bundle_case(folder, tmp_path)
     store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
@@ -180,7 +194,10 @@ def test_we_read_the_files_the_hosts_imports_left(folder: str, tmp_path: Path) -
 # ------------------------------------------------------------------ its refusals, our verdicts
 
 BUNDLE_LEVEL = {  # the host refuses the bundle itself: so do we, before any record
-    "bundle schemaVersion 2", "bundle schemaVersion '1'", "records not an array", "not JSON",
+    "bundle schemaVersion 2",
+    "bundle schemaVersion '1'",
+    "records not an array",
+    "not JSON",
     "JSON array at top level",
 }
 INVALID_HERE = {  # the host refuses the whole bundle or stops at the record; we list it invalid
@@ -214,7 +231,9 @@ def test_each_of_the_hosts_import_cases(case: str, tmp_path: Path) -> None:
     if case in INVALID_HERE and message.startswith("Memory") and "content hash" not in message:
         # The host's own words lead our reason (its import and its store validation).
         assert any(bad.reason.startswith(message.split(":")[0]) for bad in plan.invalid), (
-            message, plan.invalid)
+            message,
+            plan.invalid,
+        )
     if host.get("ok") and host.get("records") and case not in INVALID_HERE:
         (new,) = plan.new
         first = host["first"]
@@ -258,8 +277,9 @@ def test_each_markdown_file_the_host_was_given_imports_here_whole(
 ) -> None:
     dirs = bundle_dirs(folder, tmp_path)
     source = BUNDLES / folder / "input.md"
-    text = dirs.text(source.read_text()) if source.exists() else corpus_text(
-        "bundles/export.md", dirs)
+    text = (
+        dirs.text(source.read_text()) if source.exists() else corpus_text("bundles/export.md", dirs)
+    )
     path = tmp_path / "input.md"
     path.write_text(text)
     store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
@@ -272,10 +292,13 @@ def test_each_markdown_file_the_host_was_given_imports_here_whole(
     assert_host_valid(store, "project")
     file_hash = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
     for record in store.records("project"):
-        assert refs_of(record) == [{"kind": "import", "id": file_hash,
-                                    "contentHash": record.contentHash}]
+        assert refs_of(record) == [
+            {"kind": "import", "id": file_hash, "contentHash": record.contentHash}
+        ]
         assert (record.governance.origin, record.provenance.kind) == (
-            Origin.IMPORTED, ProvenanceKind.IMPORT)
+            Origin.IMPORTED,
+            ProvenanceKind.IMPORT,
+        )
     # Where the host did write records, ours hold the same type, title, content and tags.
     after = corpus_json(Path("bundles", folder, "result.json"), dirs)["openAfter"]["records"]
     ours = {essence(r) for r in store.records("project")}
@@ -289,8 +312,9 @@ def test_the_hosts_markdown_export_imports_here_with_its_records(tmp_path: Path)
     store = fresh_store(tmp_path)
     plan = plan_import(store, path, "user")
     apply_import(store, plan)
-    exported = [r for r in source.records("project", include_inactive=True)
-                if r.status.value != "forgotten"]
+    exported = [
+        r for r in source.records("project", include_inactive=True) if r.status.value != "forgotten"
+    ]
     # Lossy where the format is: titles are trimmed (the host's parser trims them).
     expected = {(r.type.value, r.title.strip(), r.content, tuple(r.tags)) for r in exported}
     assert {essence(r) for r in store.records("user")} == expected
@@ -313,15 +337,20 @@ def minimal_records(n: int) -> bytes:
     records = []
     for i in range(n):
         content = f"record {i}"
-        records.append({"id": f"m{i}", "content": content, "provenance": {"kind": "user"},
-                        "contentHash": "sha256:" + hashlib.sha256(content.encode()).hexdigest()})
+        records.append(
+            {
+                "id": f"m{i}",
+                "content": content,
+                "provenance": {"kind": "user"},
+                "contentHash": "sha256:" + hashlib.sha256(content.encode()).hexdigest(),
+            }
+        )
     return json.dumps({"schemaVersion": 1, "records": records}).encode()
 
 
 @pytest.mark.parametrize("size", [8 * 1024 * 1024, 8 * 1024 * 1024 + 1])
 def test_a_bundle_at_and_past_the_hosts_8_mib_imports_here(size: int, tmp_path: Path) -> None:
-    observed = {o["bytes"]: o["result"]["ok"] for o in INDEX["limits"]["observed"]
-                if "bytes" in o}
+    observed = {o["bytes"]: o["result"]["ok"] for o in INDEX["limits"]["observed"] if "bytes" in o}
     assert observed[size] is (size <= 8 * 1024 * 1024)
     data = one_record_bundle(size)
     assert len(data) == size
@@ -365,16 +394,31 @@ def rich_store(tmp_path: Path) -> tuple[MemoryStore, CaseDirs]:
     user profile, and an older host's record."""
     dirs, store = source_store(tmp_path)
     project = store.file_for("project")
-    rid = store.propose("project", "fact", "Many refs", "Thirty-one refs.", source_refs=[
-        SourceRef(kind="url", id=f"https:x{i}") for i in range(31)]).id
-    store.propose("project", "fact", "Too many refs", "Thirty-two refs.", source_refs=[
-        SourceRef(kind="url", id=f"https:y{i}") for i in range(32)])
+    rid = store.propose(
+        "project",
+        "fact",
+        "Many refs",
+        "Thirty-one refs.",
+        source_refs=[SourceRef(kind="url", id=f"https:x{i}") for i in range(31)],
+    ).id
+    store.propose(
+        "project",
+        "fact",
+        "Too many refs",
+        "Thirty-two refs.",
+        source_refs=[SourceRef(kind="url", id=f"https:y{i}") for i in range(32)],
+    )
     # Its copy has 32 refs (the copy's import ref): no room for the export's either.
     slashed = make_record(
-        scope=Scope.PROJECT, scope_key=project.scope_key or "", record_type=RecordType.FACT,
-        title="Slashed", content="An id with slashes.", tags=[],
+        scope=Scope.PROJECT,
+        scope_key=project.scope_key or "",
+        record_type=RecordType.FACT,
+        title="Slashed",
+        content="An id with slashes.",
+        tags=[],
         provenance=Provenance(kind=ProvenanceKind.AGENT, sessionId="s9"),
-        origin=Origin.MODEL_SUGGESTED, source_refs=[SourceRef(kind="session", id="s9")],
+        origin=Origin.MODEL_SUGGESTED,
+        source_refs=[SourceRef(kind="session", id="s9")],
         record_id="memory/with/slash",
     )
     with open(project.path, "ab") as f:
@@ -383,8 +427,7 @@ def rich_store(tmp_path: Path) -> tuple[MemoryStore, CaseDirs]:
     decision = next(r for r in store.records("project") if r.title == "Use JSONL")
     store.copy(decision.id, "user")
     store.create("user", "preference", "Editor", "Vim keys.", ["editor"])
-    store.propose("session", "fact", "Session note", "Seen in a session.",
-                  session=("s-1", None))
+    store.propose("session", "fact", "Session note", "Seen in a session.", session=("s-1", None))
     text = corpus_json("bundles/export-raw.json", dirs)["text"]
     other = fresh_store(tmp_path, "elsewhere")
     apply_import(other, plan_import(other, text.encode(), "user"))
@@ -430,8 +473,14 @@ def host_markdown_parse(host: HostHarness, text: str) -> Any:
         "try { console.log(JSON.stringify({records: importMemoryMarkdown(text)})); }\n"
         "catch (e) { console.log(JSON.stringify({error: e.message})); }\n"
     )
-    done = subprocess.run(["node", "--input-type=module", "-e", script], input=text,
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -449,7 +498,8 @@ def test_the_hosts_parser_reads_our_markdown_export_as_we_do(
     # And the round trip keeps what a record is: type, title, content, tags.
     exported = [r for r in store.records(include_inactive=True) if r.status.value != "forgotten"]
     assert sorted(essence(s) for s in ours) == sorted(  # type: ignore[arg-type]
-        (r.type.value, r.title.strip(), r.content, tuple(r.tags)) for r in exported)
+        (r.type.value, r.title.strip(), r.content, tuple(r.tags)) for r in exported
+    )
 
 
 @pytest.mark.parametrize("scope", ["project", "user", "session", "shared-project"])
@@ -471,12 +521,15 @@ def test_the_host_reads_what_our_imports_wrote(
     assert seen["count"] == len(into.records(scope, session=session, include_inactive=True))
 
 
-STORE_VIEWS = [(name, i) for name in store_case_names() if name != "too-large"
-               for i in range(len(expected_for(name)["views"]))]
+STORE_VIEWS = [
+    (name, i)
+    for name in store_case_names()
+    if name != "too-large"
+    for i in range(len(expected_for(name)["views"]))
+]
 
 
-@pytest.mark.parametrize(("name", "index"), STORE_VIEWS,
-                         ids=[f"{n}-{i}" for n, i in STORE_VIEWS])
+@pytest.mark.parametrize(("name", "index"), STORE_VIEWS, ids=[f"{n}-{i}" for n, i in STORE_VIEWS])
 def test_the_hosts_export_of_every_corpus_store_imports_here(
     host: HostHarness, name: str, index: int, tmp_path: Path
 ) -> None:
@@ -484,9 +537,17 @@ def test_the_hosts_export_of_every_corpus_store_imports_here(
     view = expected_for(name)["views"][index]
     request = view["request"]
     out = tmp_path / "host.json"
-    done = host.run("export", "--out", str(out), home=dirs.home, workspace=dirs.workspace,
-                    scope=request["scope"], user=request.get("userId"),
-                    session=view.get("sessionId"), check=False)
+    done = host.run(
+        "export",
+        "--out",
+        str(out),
+        home=dirs.home,
+        workspace=dirs.workspace,
+        scope=request["scope"],
+        user=request.get("userId"),
+        session=view.get("sessionId"),
+        check=False,
+    )
     if done.get("rc", 0) != 0:
         # legacy-slash-id: the host's memoryGovernance() throws on its record (surprise 17).
         assert name == "legacy-slash-id", done

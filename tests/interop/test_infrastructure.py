@@ -40,8 +40,16 @@ def run_writer(file: Path, *options: str) -> dict[str, Any]:
 
 
 def writer_options(dirs: CaseDirs, prefix: str, count: int) -> list[str]:
-    return ["--scope", "project", "--scope-key", dirs.root_id, "--prefix", prefix,
-            "--count", str(count)]
+    return [
+        "--scope",
+        "project",
+        "--scope-key",
+        dirs.root_id,
+        "--prefix",
+        prefix,
+        "--count",
+        str(count),
+    ]
 
 
 def busy_pids(busy_log: Path) -> set[str]:
@@ -93,8 +101,10 @@ def test_store_case_session_file_is_renamed(tmp_path: Path) -> None:
     assert [p.name for p in sessions.iterdir()] == [session_file_name("s-life", dirs.root_id)]
     text = (sessions / session_file_name("s-life", dirs.root_id)).read_text(encoding="utf-8")
     assert "__" not in text and dirs.root_id in text
-    assert (sessions.stat().st_mode & 0o777, (sessions / os.listdir(sessions)[0]).stat().st_mode
-            & 0o777) == (0o700, 0o600)
+    assert (
+        sessions.stat().st_mode & 0o777,
+        (sessions / os.listdir(sessions)[0]).stat().st_mode & 0o777,
+    ) == (0o700, 0o600)
 
 
 # ------------------------------------------------------------------ hostwriter
@@ -104,9 +114,17 @@ def test_two_hostwriters_race_without_losing_a_write(dirs: CaseDirs) -> None:
     count = 150
     procs = []
     for name in ("a", "b"):
-        options = [*writer_options(dirs, f"writer-{name}", count), "--wait-for", str(go),
-                   "--ready", str(dirs.tmp / f"ready-{name}"), "--acks", str(dirs.tmp / name),
-                   "--busy-log", str(dirs.tmp / f"busy-{name}")]
+        options = [
+            *writer_options(dirs, f"writer-{name}", count),
+            "--wait-for",
+            str(go),
+            "--ready",
+            str(dirs.tmp / f"ready-{name}"),
+            "--acks",
+            str(dirs.tmp / name),
+            "--busy-log",
+            str(dirs.tmp / f"busy-{name}"),
+        ]
         procs.append(
             subprocess.Popen(hostwriter.command(file, *options), stdout=subprocess.PIPE, text=True)
         )
@@ -176,8 +194,9 @@ def test_host_agrees_on_root_id(host: HostHarness, dirs: CaseDirs) -> None:
     ids = host.run("ids", home=dirs.home, workspace=dirs.workspace)
     assert ids["rootId"] == dirs.root_id
     assert Path(ids["file"]) == dirs.scope_path("project")
-    session = host.run("ids", home=dirs.home, workspace=dirs.workspace, scope="session",
-                       session="s-1")
+    session = host.run(
+        "ids", home=dirs.home, workspace=dirs.workspace, scope="session", session="s-1"
+    )
     assert Path(session["file"]) == dirs.scope_path("session", f"s-1|{dirs.root_id}")
 
 
@@ -187,8 +206,14 @@ def test_host_opens_hostwriter_records(host: HostHarness, dirs: CaseDirs, scope:
     file = dirs.scope_path(scope, scope_key)
     options = ["--scope", scope, "--scope-key", scope_key, "--prefix", "hw", "--count", "5"]
     assert run_writer(file, *options)["ok"] == 5
-    opened = host.run("open-warnings", home=dirs.home, workspace=dirs.workspace, scope=scope,
-                      user="alice", session="s-1")
+    opened = host.run(
+        "open-warnings",
+        home=dirs.home,
+        workspace=dirs.workspace,
+        scope=scope,
+        user="alice",
+        session="s-1",
+    )
     assert (opened["warnings"], opened["records"], opened["readOnly"]) == ([], 5, False)
 
 
@@ -197,13 +222,24 @@ def test_host_busy_while_hostwriter_holds_the_lock(host: HostHarness, dirs: Case
     lock = Path(f"{file}.lock")
     writer = subprocess.Popen(
         hostwriter.command(file, *writer_options(dirs, "hw", 1), "--hold-ms", "60000"),
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         wait_for(file.exists, "the hostwriter's write under its lock")
         assert lock.read_text() == f"{writer.pid}\n"
-        refused = host.run("propose", "--type", "fact", "--title", "t", "--content", "c",
-                           home=dirs.home, workspace=dirs.workspace, check=False)
+        refused = host.run(
+            "propose",
+            "--type",
+            "fact",
+            "--title",
+            "t",
+            "--content",
+            "c",
+            home=dirs.home,
+            workspace=dirs.workspace,
+            check=False,
+        )
         assert refused["rc"] == 1 and refused["error"]["code"] == "SAVE_FAILURE", refused
     finally:
         writer.kill()
@@ -213,8 +249,15 @@ def test_host_busy_while_hostwriter_holds_the_lock(host: HostHarness, dirs: Case
 def test_hostwriter_busy_while_the_host_holds_its_lock(host: HostHarness, dirs: CaseDirs) -> None:
     file = dirs.scope_path("project")
     signal = dirs.tmp / "held"
-    cmd = host.command("hold-lock", "--seconds", "60", "--signal", str(signal),
-                       home=dirs.home, workspace=dirs.workspace)
+    cmd = host.command(
+        "hold-lock",
+        "--seconds",
+        "60",
+        "--signal",
+        str(signal),
+        home=dirs.home,
+        workspace=dirs.workspace,
+    )
     holder = subprocess.Popen(cmd, env=host.env(), stdout=subprocess.PIPE, text=True)
     try:
         wait_for(signal.exists, "the host holding its lock")

@@ -21,20 +21,38 @@ from .corpus import CaseDirs
 
 
 def _old_line(
-    rid: str, scope: str, key: str, *, title: str = "Use ruff", content: str = "CI runs ruff.",
-    revision: int = 1, status: str = "active", refs: list[dict[str, str]] | None = None,
+    rid: str,
+    scope: str,
+    key: str,
+    *,
+    title: str = "Use ruff",
+    content: str = "CI runs ruff.",
+    revision: int = 1,
+    status: str = "active",
+    refs: list[dict[str, str]] | None = None,
     origin: str = "model-suggested",
 ) -> bytes:
     record: dict[str, Any] = {
-        "schemaVersion": 1, "id": rid, "scope": scope, "scopeKey": key, "type": "fact",
-        "title": title, "content": content, "tags": [],
+        "schemaVersion": 1,
+        "id": rid,
+        "scope": scope,
+        "scopeKey": key,
+        "type": "fact",
+        "title": title,
+        "content": content,
+        "tags": [],
         "provenance": {"kind": "agent", "sessionId": "s1"},
-        "createdAt": 1_700_000_000_000, "updatedAt": 1_700_000_000_000 + revision,
-        "useCount": 0, "contentHash": content_hash(content), "status": status,
+        "createdAt": 1_700_000_000_000,
+        "updatedAt": 1_700_000_000_000 + revision,
+        "useCount": 0,
+        "contentHash": content_hash(content),
+        "status": status,
         "governance": {
             "origin": origin,
             "sourceRefs": refs if refs is not None else [{"kind": "session", "id": "s1"}],
-            "verification": "unverified", "revision": revision, "retention": "project-delete",
+            "verification": "unverified",
+            "revision": revision,
+            "retention": "project-delete",
         },
     }
     return json.dumps(record, separators=(",", ":")).encode() + b"\n"
@@ -49,16 +67,36 @@ def _write(path: Path, data: bytes) -> None:
 def _old_project(dirs: CaseDirs) -> Path:
     path = dirs.workspace / ".dsh" / "workspace-memory" / "records.jsonl"
     key = str(dirs.workspace)
-    _write(path, b"".join([
-        _old_line("memory:agent:fact:1", "project", key),
-        _old_line("memory:agent:fact:1", "project", key, revision=2, title="Use ruff 0.6"),
-        _old_line("memory:import:fact:2", "project", key, title="Imported",
-                  content="From a bundle.",
-                  origin="imported", refs=[{"kind": "bundle", "id": "sha256:" + "0" * 64},
-                                           {"kind": "record", "id": "memory:agent:fact:9"}]),
-        _old_line("memory:agent:fact:3", "project", dirs.root_id, title="", content="",
-                  status="forgotten", revision=3),
-    ]))
+    _write(
+        path,
+        b"".join(
+            [
+                _old_line("memory:agent:fact:1", "project", key),
+                _old_line("memory:agent:fact:1", "project", key, revision=2, title="Use ruff 0.6"),
+                _old_line(
+                    "memory:import:fact:2",
+                    "project",
+                    key,
+                    title="Imported",
+                    content="From a bundle.",
+                    origin="imported",
+                    refs=[
+                        {"kind": "bundle", "id": "sha256:" + "0" * 64},
+                        {"kind": "record", "id": "memory:agent:fact:9"},
+                    ],
+                ),
+                _old_line(
+                    "memory:agent:fact:3",
+                    "project",
+                    dirs.root_id,
+                    title="",
+                    content="",
+                    status="forgotten",
+                    revision=3,
+                ),
+            ]
+        ),
+    )
     return path
 
 
@@ -109,8 +147,10 @@ def test_an_old_session_file_beside_a_host_file_of_the_same_session_is_merged(
     full = hashlib.sha256(key.encode()).hexdigest()
     sessions = dirs.home / "workspace-memory" / "sessions"
     _write(sessions / f"{full}.jsonl", _old_line("memory:ours", "session", key))
-    _write(sessions / f"{full[:32]}.jsonl",
-           _old_line("memory:hosts", "session", key, content="The host's."))
+    _write(
+        sessions / f"{full[:32]}.jsonl",
+        _old_line("memory:hosts", "session", key, content="The host's."),
+    )
     store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
     assert store.check(repair=True).clean
     store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
@@ -167,8 +207,13 @@ def test_a_host_line_glued_to_a_dead_writers_piece_is_kept_and_the_piece_quarant
     store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
     store.create("project", "fact", "Before", "Written before the crash.")
     path = store.paths.project_file().path
-    host_line = _old_line("memory:hosts-next", "project", dirs.root_id, title="Host's next",
-                          content="Appended by the host after the crash.")
+    host_line = _old_line(
+        "memory:hosts-next",
+        "project",
+        dirs.root_id,
+        title="Host's next",
+        content="Appended by the host after the crash.",
+    )
     with open(path, "ab") as f:
         f.write(b'{"schemaVersion":1,"id":"memory:dead-wri' + host_line)
     view = store.view(store.paths.project_file())
@@ -177,6 +222,8 @@ def test_a_host_line_glued_to_a_dead_writers_piece_is_kept_and_the_piece_quarant
     store.create("project", "fact", "After", "Our next write.")
     titles = {r.title for r in store.records("project")}
     assert titles == {"Before", "Host's next", "After"}
-    [entry] = [json.loads(line) for line in path.with_name("records.jsonl.corrupt").read_bytes()
-               .splitlines()]
+    [entry] = [
+        json.loads(line)
+        for line in path.with_name("records.jsonl.corrupt").read_bytes().splitlines()
+    ]
     assert entry["raw"] == '{"schemaVersion":1,"id":"memory:dead-wri\n'

@@ -48,7 +48,8 @@ def _seen(store: MemoryStore, file: StoreFile) -> dict[str, Any]:
         "activeIds": [r.id for r in host_list_order(active)][:100],
         "governance": {
             r.id: _with_group(governance_form(r), groups.get(r.id))
-            for r in records if not _host_cannot_govern(r)
+            for r in records
+            if not _host_cannot_govern(r)
         },
     }
 
@@ -103,11 +104,21 @@ def _propose(store: MemoryStore, view: dict[str, Any]) -> Any:
     """One proposal of ours into the view's file."""
     scope = Scope(view["request"]["scope"])
     if scope is Scope.SESSION:
-        return store.propose(scope, "fact", "Added by dsh-memory", "A line of ours.",
-                             session=(view["sessionId"], None))
-    return store.propose(scope, "fact", "Added by dsh-memory", "A line of ours.",
-                         source_refs=[SourceRef(kind="session", id="interop")],
-                         confirm_shared=True)
+        return store.propose(
+            scope,
+            "fact",
+            "Added by dsh-memory",
+            "A line of ours.",
+            session=(view["sessionId"], None),
+        )
+    return store.propose(
+        scope,
+        "fact",
+        "Added by dsh-memory",
+        "A line of ours.",
+        source_refs=[SourceRef(kind="session", id="interop")],
+        confirm_shared=True,
+    )
 
 
 def test_a_file_of_exactly_8_mib_is_read_and_one_byte_more_is_read_only(

@@ -85,8 +85,7 @@ def test_the_library_gives_the_hosts_transition(case: Case) -> None:
             assert case.difference is not None  # a refusal the host would not make: documented
         return
     new = _ours(record, case.action, NOW)
-    assert outcome(new.to_json()) == {k: case.pure[k] for k in ("status", "governance",
-                                                                 "useCount")}
+    assert outcome(new.to_json()) == {k: case.pure[k] for k in ("status", "governance", "useCount")}
 
 
 # ----------------------------------------------------------------------------- the CLI
@@ -105,8 +104,9 @@ def cli_store(tmp_path_factory: pytest.TempPathFactory) -> CaseDirs:
 
 def _cli(dirs: CaseDirs, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     capsys.readouterr()
-    rc = cli.main(["--home", str(dirs.home), "--workspace", str(dirs.workspace),
-                   "--user", "alice", *args])
+    rc = cli.main(
+        ["--home", str(dirs.home), "--workspace", str(dirs.workspace), "--user", "alice", *args]
+    )
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -146,9 +146,22 @@ def test_a_refused_command_is_one_line_from_a_real_process(fixture_home: Any) ->
     home, ws = fixture_home
     decision = "memory:user:decision:f768064f958507ad239eed24c2c063fe"  # verified already
     done = subprocess.run(
-        [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(home), "--workspace",
-         str(ws), "--user", "alice", "verify", decision],
-        capture_output=True, text=True, env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""},
+        [
+            sys.executable,
+            "-m",
+            "dsh_memory_tui.cli",
+            "--home",
+            str(home),
+            "--workspace",
+            str(ws),
+            "--user",
+            "alice",
+            "verify",
+            decision,
+        ],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""},
         timeout=60,
     )
     assert done.returncode == 1 and done.stdout == ""
@@ -195,8 +208,9 @@ EDIT_DIFFERENCES = {
     "verified+pinned, nothing changed -> stays verified, pins kept, revision + 1": "nothing",
     # ... and titles are trimmed (JS trim), so a trailing space is no change.
     "verified+pinned, title differs only in trailing space -> stale": "nothing",
-    "verified agent record edited keeping its provenance, nothing changed -> stays verified":
-        "nothing",
+    "verified agent record edited keeping its provenance, nothing changed -> stays verified": (
+        "nothing"
+    ),
 }
 _EDITABLE = ("title", "content", "type", "tags")
 
@@ -267,8 +281,17 @@ def test_an_edit_follows_the_hosts_rules(
 
 
 def _host_propose(host: Any, dirs: CaseDirs, title: str, content: str) -> str:
-    made = host.run("propose", "--type", "fact", "--title", title, "--content", content,
-                    home=dirs.home, workspace=dirs.workspace)
+    made = host.run(
+        "propose",
+        "--type",
+        "fact",
+        "--title",
+        title,
+        "--content",
+        content,
+        home=dirs.home,
+        workspace=dirs.workspace,
+    )
     return str(made["id"])
 
 
@@ -291,15 +314,23 @@ def test_keep_this_version_of_a_host_written_conflict_group(
     assert out.splitlines()[-1] == third
     assert f"rejected: {second}" in out and f"archived: {first}" in out
     assert len(data.read_bytes().splitlines()) == before + 3  # one append of three lines
-    seen = {r["id"]: r for r in host.run(
-        "list", "--full", home=dirs.home, workspace=dirs.workspace)["records"]}
+    seen = {
+        r["id"]: r
+        for r in host.run("list", "--full", home=dirs.home, workspace=dirs.workspace)["records"]
+    }
     assert (seen[third]["status"], seen[third]["governance"]["verification"]) == (
-        "active", "verified")
+        "active",
+        "verified",
+    )
     assert seen[third]["governance"]["verifiedBy"] == "user"
     assert (seen[second]["status"], seen[second]["governance"]["verification"]) == (
-        "active", "rejected")
+        "active",
+        "rejected",
+    )
     assert (seen[first]["status"], seen[first]["governance"]["verification"]) == (
-        "archived", "verified")
+        "archived",
+        "verified",
+    )
     active = host.run("list", "--active", home=dirs.home, workspace=dirs.workspace)
     assert {r["id"] for r in active["records"]} == {second, third}
     rc, out, err = _cli(dirs, capsys, "keep", first)  # archived now: nothing to keep
@@ -327,15 +358,34 @@ def test_an_expired_record_on_a_fixed_clock(
     day = 86_400_000
     now = 1_800_000_000_000
     record = {
-        "schemaVersion": 1, "id": "memory:e", "scope": "project", "scopeKey": dirs.root_id,
-        "type": "decision", "title": "Use Postgres 16", "content": "Until the upgrade.",
-        "tags": [], "provenance": {"kind": "user"}, "createdAt": now - 30 * day,
-        "updatedAt": now - 30 * day, "lastUsedAt": now - 2 * 3_600_000, "useCount": 7,
-        "contentHash": "", "status": "active",
-        "governance": {"origin": "user-authored", "sourceRefs": [], "verification": "verified",
-                       "verifiedAt": now - 30 * day, "verifiedBy": "user", "confidence": "high",
-                       "revision": 2, "pinnedAt": now - 30 * day, "pinnedBy": "user",
-                       "expiresAt": now - 3 * day, "retention": "project-delete"},
+        "schemaVersion": 1,
+        "id": "memory:e",
+        "scope": "project",
+        "scopeKey": dirs.root_id,
+        "type": "decision",
+        "title": "Use Postgres 16",
+        "content": "Until the upgrade.",
+        "tags": [],
+        "provenance": {"kind": "user"},
+        "createdAt": now - 30 * day,
+        "updatedAt": now - 30 * day,
+        "lastUsedAt": now - 2 * 3_600_000,
+        "useCount": 7,
+        "contentHash": "",
+        "status": "active",
+        "governance": {
+            "origin": "user-authored",
+            "sourceRefs": [],
+            "verification": "verified",
+            "verifiedAt": now - 30 * day,
+            "verifiedBy": "user",
+            "confidence": "high",
+            "revision": 2,
+            "pinnedAt": now - 30 * day,
+            "pinnedBy": "user",
+            "expiresAt": now - 3 * day,
+            "retention": "project-delete",
+        },
     }
     from .transitions import content_hash
 
@@ -378,13 +428,25 @@ def test_a_moved_projects_records_are_adopted_and_the_host_sees_them(
     new rootId, history kept; the host then lists them again."""
     old, new = make_case_dirs(tmp_path / "old"), make_case_dirs(tmp_path / "new")
     a = _host_propose(host, old, "Release checklist", "Tag, build, publish.")
-    b = host.run("create", "--type", "decision", "--title", "Use Postgres",
-                 "--content", "16 in production.", home=old.home, workspace=old.workspace)["id"]
+    b = host.run(
+        "create",
+        "--type",
+        "decision",
+        "--title",
+        "Use Postgres",
+        "--content",
+        "16 in production.",
+        home=old.home,
+        workspace=old.workspace,
+    )["id"]
     host.run("govern", a, "verify", home=old.home, workspace=old.workspace)
-    host.run("edit", a, "--content", "Tag, build, sign, publish.",
-             home=old.home, workspace=old.workspace)
-    before = {r["id"]: r for r in host.run(
-        "list", "--full", home=old.home, workspace=old.workspace)["records"]}
+    host.run(
+        "edit", a, "--content", "Tag, build, sign, publish.", home=old.home, workspace=old.workspace
+    )
+    before = {
+        r["id"]: r
+        for r in host.run("list", "--full", home=old.home, workspace=old.workspace)["records"]
+    }
     _move(old, new)
     moved = host.run("list", "--full", home=new.home, workspace=new.workspace)
     assert moved["records"] == []  # the host hides another root's lines
@@ -397,8 +459,10 @@ def test_a_moved_projects_records_are_adopted_and_the_host_sees_them(
     assert len(lines_after) == len(lines_before)  # every line kept: the history too
     assert all(json.loads(raw)["scopeKey"] == new.root_id for raw in lines_after)
     assert data.with_name("records.jsonl.bak").read_bytes().splitlines() == lines_before
-    seen = {r["id"]: r for r in host.run(
-        "list", "--full", home=new.home, workspace=new.workspace)["records"]}
+    seen = {
+        r["id"]: r
+        for r in host.run("list", "--full", home=new.home, workspace=new.workspace)["records"]
+    }
     assert set(seen) == {a, b}
     for rid, record in seen.items():
         assert {**record, "scopeKey": old.root_id} == before[rid]

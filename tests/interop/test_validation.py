@@ -84,7 +84,9 @@ def _verdicts(data: bytes, location: Location) -> dict[str, Any]:
     now = now_ms()
     return {
         "records": [host_form(effective(r, now)) for r in records.values()],
-        "warnings": warnings, "corrupt": corrupt, "readOnly": read_only,
+        "warnings": warnings,
+        "corrupt": corrupt,
+        "readOnly": read_only,
     }
 
 
@@ -94,7 +96,8 @@ def _host_verdicts(host: dict[str, Any]) -> dict[str, Any]:
         for w in host["warnings"]
     ]
     return {
-        "records": host["records"], "warnings": warnings,
+        "records": host["records"],
+        "warnings": warnings,
         "corrupt": [(c["line"], c["raw"]) for c in host["corrupt"] or []],
         "readOnly": host["readOnly"],
     }
@@ -133,14 +136,16 @@ def test_the_store_shows_what_the_host_shows(case: dict[str, Any], dirs: CaseDir
     lines = data.split(b"\n")
     last_line = len(lines) if not data.endswith(b"\n") else None
     host_corrupt = [
-        w["line"] for w in expected["warnings"]
+        w["line"]
+        for w in expected["warnings"]
         if w["code"] in QUARANTINED and w["line"] != last_line
     ]
     assert [c.line_no for c in view.corrupt] == host_corrupt
     # A last line without LF that is not a record: the host warns, we call it torn (a writer
     # may still be writing it) until a writer holding the lock quarantines it.
-    torn_on_host = any(w["line"] == last_line for w in expected["warnings"]
-                       if w["code"] in QUARANTINED)
+    torn_on_host = any(
+        w["line"] == last_line for w in expected["warnings"] if w["code"] in QUARANTINED
+    )
     assert view.torn == torn_on_host
     assert path.read_bytes() == data  # reading changes nothing
 

@@ -76,8 +76,10 @@ class Case:
 
 def difference(record: dict[str, Any], action: str) -> str | None:
     if record["status"] == "forgotten":
-        return ("an action on a forgotten record is refused (FORGOTTEN); the host allows "
-                "verify/reject/reverify/stale/unpin and refuses forget as INVALID_TRANSITION")
+        return (
+            "an action on a forgotten record is refused (FORGOTTEN); the host allows "
+            "verify/reject/reverify/stale/unpin and refuses forget as INVALID_TRANSITION"
+        )
     if action == "pin":
         return "the host's pin refusal is INELIGIBLE; ours is INVALID_TRANSITION like the others"
     if action == "forget":
@@ -102,11 +104,21 @@ def starting_record(state: dict[str, Any], action: str) -> dict[str, Any]:
         gov |= {"pinnedAt": 1_700_000_000_000, "pinnedBy": "user"}
     gov["retention"] = "project-delete"
     return {
-        "schemaVersion": 1, "id": rid, "scope": "project", "scopeKey": "__ROOT_ID__",
-        "type": "fact", "title": f"Title {rid}", "content": content, "tags": ["t"],
+        "schemaVersion": 1,
+        "id": rid,
+        "scope": "project",
+        "scopeKey": "__ROOT_ID__",
+        "type": "fact",
+        "title": f"Title {rid}",
+        "content": content,
+        "tags": ["t"],
         "provenance": {"kind": "agent", "sessionId": "s1", "note": "memory proposal"},
-        "createdAt": 1_700_000_000_000, "updatedAt": 1_700_000_000_000, "useCount": 0,
-        "contentHash": content_hash(content), "status": status, "governance": gov,
+        "createdAt": 1_700_000_000_000,
+        "updatedAt": 1_700_000_000_000,
+        "useCount": 0,
+        "contentHash": content_hash(content),
+        "status": status,
+        "governance": gov,
     }
 
 
@@ -118,10 +130,19 @@ def legacy_record(kind: str, action: str) -> dict[str, Any]:
     if kind in ("agent", "tool"):
         provenance |= {"sessionId": "s-old", "eventSeq": 4}
     return {
-        "schemaVersion": 1, "id": rid, "scope": "project", "scopeKey": "__ROOT_ID__",
-        "type": "fact", "title": f"Title {rid}", "content": content, "tags": [],
-        "provenance": provenance, "createdAt": 1_700_000_000_000,
-        "updatedAt": 1_700_000_001_000, "useCount": 0, "contentHash": content_hash(content),
+        "schemaVersion": 1,
+        "id": rid,
+        "scope": "project",
+        "scopeKey": "__ROOT_ID__",
+        "type": "fact",
+        "title": f"Title {rid}",
+        "content": content,
+        "tags": [],
+        "provenance": provenance,
+        "createdAt": 1_700_000_000_000,
+        "updatedAt": 1_700_000_001_000,
+        "useCount": 0,
+        "contentHash": content_hash(content),
         "status": "active",
     }
 
@@ -131,8 +152,10 @@ def matrix_cases() -> list[Case]:
     for entry in transitions()["matrix"]:
         state = entry["from"]
         record = starting_record(state, entry["action"])
-        name = (f"{state['status']}-{state['verification']}-"
-                f"{'pinned' if state['pinned'] else 'unpinned'}-{entry['action']}")
+        name = (
+            f"{state['status']}-{state['verification']}-"
+            f"{'pinned' if state['pinned'] else 'unpinned'}-{entry['action']}"
+        )
         out.append(Case(name, record, entry["action"], entry["pure"], entry["domainGovern"]))
     return out
 
@@ -142,8 +165,15 @@ def legacy_cases() -> list[Case]:
     for entry in transitions()["legacy"]:
         kind = entry["provenanceKind"]
         record = legacy_record(kind, entry["action"])
-        out.append(Case(f"legacy-{kind}-{entry['action']}", record, entry["action"],
-                        entry["pure"], entry["domainGovern"]))
+        out.append(
+            Case(
+                f"legacy-{kind}-{entry['action']}",
+                record,
+                entry["action"],
+                entry["pure"],
+                entry["domainGovern"],
+            )
+        )
     return out
 
 

@@ -258,8 +258,18 @@ class FaultyOS:
 
 # Every call by which the store changes something on disk, plus the opens of reads.
 MUTATING_CALLS = frozenset(
-    {"open", "write", "fsync", "replace", "rename", "ftruncate", "unlink", "mkdir", "chmod",
-     "fchmod"}
+    {
+        "open",
+        "write",
+        "fsync",
+        "replace",
+        "rename",
+        "ftruncate",
+        "unlink",
+        "mkdir",
+        "chmod",
+        "fchmod",
+    }
 )
 
 
@@ -476,7 +486,8 @@ def is_tombstone(obj: dict[str, Any]) -> bool:
     return (
         obj["status"] == "forgotten"
         and bool(_TOMBSTONE_TITLE.fullmatch(obj["title"]))
-        and isinstance(content, str) and bool(content.strip())
+        and isinstance(content, str)
+        and bool(content.strip())
         and obj["contentHash"] == "sha256:" + hashlib.sha256(content.encode()).hexdigest()
         and obj["tags"] == []
         and not {"pinnedAt", "pinnedBy", "reviewNote", "conflictGroup"} & set(gov)
@@ -531,7 +542,9 @@ class State:
 
         # An empty file holds no line: the same state as no file at all.
         return cls(
-            norm("data") or None, norm("bak") or None, norm("corrupt") or None,
+            norm("data") or None,
+            norm("bak") or None,
+            norm("corrupt") or None,
             len(temporaries(path.parent)),
         )
 

@@ -41,10 +41,18 @@ def _rows(tests: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for nodeid, test in tests.items():
         name = nodeid.split("::", 1)[-1].split("[", 1)[0]
-        row = rows.setdefault(name, {
-            "area": test["area"], "test": name, "proves": test["proves"],
-            "figures": Counter(), "cases": 0, "passed": 0, "seconds": 0.0,
-        })
+        row = rows.setdefault(
+            name,
+            {
+                "area": test["area"],
+                "test": name,
+                "proves": test["proves"],
+                "figures": Counter(),
+                "cases": 0,
+                "passed": 0,
+                "seconds": 0.0,
+            },
+        )
         row["figures"].update(test["figures"])
         row["cases"] += 1
         row["passed"] += test["outcome"] == "passed"
@@ -79,8 +87,10 @@ def render(report: dict[str, Any]) -> str:
     ]
     for row in rows:
         figures = ", ".join(f"{k}: {v:,}" for k, v in row["figures"].items())
-        result = "held" if row["passed"] == row["cases"] else (
-            f"**FAILED** ({row['cases'] - row['passed']} of {row['cases']})"
+        result = (
+            "held"
+            if row["passed"] == row["cases"]
+            else (f"**FAILED** ({row['cases'] - row['passed']} of {row['cases']})")
         )
         cases = f" ({row['cases']} cases)" if row["cases"] > 1 else ""
         out.append(

@@ -86,8 +86,21 @@ GOOD_IDS = [json.loads(line)["id"] for line in GOOD]
 
 INVALID_UTF8 = [b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x80", b"\xe2\x82"]
 NUMBERS = [
-    b"1e999", b"-1e999", b"18446744073709551616", b"-9223372036854775809", b"9" * 5000,
-    b"NaN", b"Infinity", b"-Infinity", b"-0", b"1.5", b"-1", b"0", b"1e2", b"true", b"null",
+    b"1e999",
+    b"-1e999",
+    b"18446744073709551616",
+    b"-9223372036854775809",
+    b"9" * 5000,
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"-0",
+    b"1.5",
+    b"-1",
+    b"0",
+    b"1e2",
+    b"true",
+    b"null",
 ]
 NUMBER_FIELDS = [b"schemaVersion", b"createdAt", b"updatedAt", b"useCount", b"revision"]
 DUPLICATE_KEYS = [b"id", b"content", b"scope", b"schemaVersion", b"governance", b"title"]
@@ -151,8 +164,9 @@ class Mutation:
 def _json_trees(floats: st.SearchStrategy[float]) -> st.SearchStrategy[object]:
     return st.recursive(
         st.none() | st.booleans() | st.integers() | floats | st.text(max_size=20),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                     max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        ),
         max_leaves=20,
     )
 
@@ -166,19 +180,34 @@ mutations = st.one_of(
     st.builds(Mutation, st.just("nul"), _pos),
     st.just(Mutation("bom")),
     st.just(Mutation("crlf")),
-    st.builds(Mutation, st.just("deep"), st.integers(0, 1),
-              st.sampled_from([b"20", b"1000", b"200000"])),
-    st.builds(Mutation, st.just("duplicate key"), st.integers(0, 1),
-              st.sampled_from(DUPLICATE_KEYS)),
-    st.builds(Mutation, st.just("huge"), st.integers(1 << 20, 3 << 19),
-              st.sampled_from([b"valid", b"oversized", b"garbage"])),
-    st.builds(Mutation, st.just("number"), st.integers(0, len(NUMBERS) - 1),
-              st.sampled_from(NUMBER_FIELDS)),
+    st.builds(
+        Mutation, st.just("deep"), st.integers(0, 1), st.sampled_from([b"20", b"1000", b"200000"])
+    ),
+    st.builds(
+        Mutation, st.just("duplicate key"), st.integers(0, 1), st.sampled_from(DUPLICATE_KEYS)
+    ),
+    st.builds(
+        Mutation,
+        st.just("huge"),
+        st.integers(1 << 20, 3 << 19),
+        st.sampled_from([b"valid", b"oversized", b"garbage"]),
+    ),
+    st.builds(
+        Mutation,
+        st.just("number"),
+        st.integers(0, len(NUMBERS) - 1),
+        st.sampled_from(NUMBER_FIELDS),
+    ),
     st.builds(Mutation, st.just("truncated"), _pos),
-    st.builds(Mutation, st.just("bytes"), st.just(0),
-              st.binary(max_size=300).map(lambda b: b.replace(b"\n", b""))),
-    st.builds(Mutation, st.just("json"), st.just(0),
-              _json_values.map(lambda v: json.dumps(v).encode())),
+    st.builds(
+        Mutation,
+        st.just("bytes"),
+        st.just(0),
+        st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")),
+    ),
+    st.builds(
+        Mutation, st.just("json"), st.just(0), _json_values.map(lambda v: json.dumps(v).encode())
+    ),
     st.just(Mutation("wrong scope")),
     st.just(Mutation("lone surrogate")),
     st.just(Mutation("newer schema")),
@@ -267,9 +296,7 @@ def _check_damaged_file(
     assert set(corrupt_at) <= set(bad_at), "a good line was reported corrupt"
     assert not set(corrupt_at) & set(blank_at), "a blank line was reported corrupt"
     foreign = sum(view.foreign.values())
-    assert len(corrupt_at) + len(view.future) + len(own) + foreign + len(blank_at) == len(
-        bad_at
-    )
+    assert len(corrupt_at) + len(view.future) + len(own) + foreign + len(blank_at) == len(bad_at)
 
     store = site.store()
     # A corrupt line that ends in a whole record (a writer's piece, then a line glued to it)
@@ -279,8 +306,7 @@ def _check_damaged_file(
     store.create("project", "fact", "after the fuzz", "after the fuzz")
     if corrupt_at:  # one atomic rewrite, as the host's compaction writes a file
         kept = [
-            salvaged[i][1].to_line()[:-1] if i in salvaged else line.removeprefix(
-                b"\xef\xbb\xbf")
+            salvaged[i][1].to_line()[:-1] if i in salvaged else line.removeprefix(b"\xef\xbb\xbf")
             for i, line in enumerate(lines)
             if (i not in corrupt_at or i in salvaged) and i not in blank_at
         ]
@@ -352,8 +378,9 @@ def _depth(value: Any) -> int:
         item, depth = stack.pop()
         if isinstance(item, dict | list):
             deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in (
-                item.values() if isinstance(item, dict) else item))
+            stack.extend(
+                (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+            )
     return deepest
 
 
@@ -378,8 +405,12 @@ def _strict_bundle(data: bytes) -> dict[str, Any] | None:
         return value
 
     try:
-        obj = json.loads(data.decode("utf-8"), object_pairs_hook=pairs,
-                         parse_constant=no_constant, parse_float=finite)
+        obj = json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=pairs,
+            parse_constant=no_constant,
+            parse_float=finite,
+        )
     except (ValueError, RecursionError):
         return None
     if not isinstance(obj, dict) or type(obj.get("schemaVersion")) is not int:
@@ -393,12 +424,20 @@ def _strict_bundle(data: bytes) -> dict[str, Any] | None:
 
 # Damage that keeps the bundle valid JSON, so the bad entry has to be judged on its own.
 _json_safe = st.one_of(
-    st.builds(Mutation, st.just("json"), st.just(0),
-              _finite_json_values.map(lambda v: json.dumps(v, allow_nan=False).encode())),
+    st.builds(
+        Mutation,
+        st.just("json"),
+        st.just(0),
+        _finite_json_values.map(lambda v: json.dumps(v, allow_nan=False).encode()),
+    ),
     st.builds(Mutation, st.just("number"), st.integers(0, 2), st.sampled_from(NUMBER_FIELDS)),
     st.builds(Mutation, st.just("deep"), st.just(0), st.just(b"20")),
-    st.builds(Mutation, st.just("huge"), st.integers(1 << 10, 1 << 20),
-              st.sampled_from([b"valid", b"oversized"])),
+    st.builds(
+        Mutation,
+        st.just("huge"),
+        st.integers(1 << 10, 1 << 20),
+        st.sampled_from([b"valid", b"oversized"]),
+    ),
     st.sampled_from([Mutation("wrong scope"), Mutation("newer schema"), Mutation("crlf")]),
 )
 _entry_mutations = st.one_of(_json_safe, _json_safe, mutations)
@@ -413,21 +452,32 @@ def bundles(draw: st.DrawFn) -> tuple[bytes, set[int]]:
         entries.insert(draw(st.integers(0, len(entries))), mutation.apply(i))
     good_at = {i for i, entry in enumerate(entries) if entry in GOOD}
     valid_head = b'{"schemaVersion": 1, "exportedAt": 1700000000000, "records": ['
-    head = valid_head if draw(st.integers(0, 3)) else draw(st.sampled_from([
-        b'{"schemaVersion": 1, "records": [',
-        b'{"schemaVersion": 2, "records": [',
-        b'{"schemaVersion": "1", "records": [',
-        b'\xef\xbb\xbf{"schemaVersion": 1, "records": [',
-        b'{"schemaVersion": 1, "schemaVersion": 1, "records": [',
-        b'{"schemaVersion": 1, "records": {"0": [',
-    ]))
+    head = (
+        valid_head
+        if draw(st.integers(0, 3))
+        else draw(
+            st.sampled_from(
+                [
+                    b'{"schemaVersion": 1, "records": [',
+                    b'{"schemaVersion": 2, "records": [',
+                    b'{"schemaVersion": "1", "records": [',
+                    b'\xef\xbb\xbf{"schemaVersion": 1, "records": [',
+                    b'{"schemaVersion": 1, "schemaVersion": 1, "records": [',
+                    b'{"schemaVersion": 1, "records": {"0": [',
+                ]
+            )
+        )
+    )
     tail = b"]}}" if head.endswith(b"[") and b'{"0"' in head else b"]}"
     data = head + b",\r\n".join(entries) + tail
     whole = draw(mutations) if draw(st.integers(0, 4)) == 0 else None
     if whole is not None and whole.kind in ("invalid utf-8", "nul", "truncated"):
         at = whole.pos % (len(data) + 1)
-        data = data[:at] + (whole.value or b"\x00") + data[at:] if whole.kind != "truncated" \
+        data = (
+            data[:at] + (whole.value or b"\x00") + data[at:]
+            if whole.kind != "truncated"
             else data[:at]
+        )
     return data, good_at
 
 
@@ -455,8 +505,9 @@ def _check_bundle(site: Site, data: bytes, good_at: set[int], figures: Figures) 
         assert _strict_bundle(data) is None, f"a well-formed bundle was refused: {exc}"
         figures.add("bundles refused whole")
         return
-    classified = plan.new_indexes + [d.index for d in plan.duplicates] + [
-        i.index for i in plan.invalid]
+    classified = (
+        plan.new_indexes + [d.index for d in plan.duplicates] + [i.index for i in plan.invalid]
+    )
     assert sorted(classified) == list(range(plan.total))
     invalid = {i.index for i in plan.invalid}
     assert not (good_at & invalid), "a good record was judged invalid"

@@ -46,7 +46,10 @@ BASE_RECORDS = 40
 
 def _ack(emit: Emit, op: str, record: Record) -> None:
     emit(
-        ack=op, id=record.id, rev=record.revision, hash=record.contentHash,
+        ack=op,
+        id=record.id,
+        rev=record.revision,
+        hash=record.contentHash,
         status=record.status.value,
     )
 
@@ -140,8 +143,11 @@ def _work_compact(site: Site, rng: random.Random, emit: Emit, tag: str) -> None:
         for j in range(rng.randint(1, 3)):
             rid = rng.choice(ids)
             emit(do="edit", id=rid)
-            _ack(emit, "edit", store.edit(rid, store.get(rid).revision,
-                                          content=f"edit {tag} {i} {j}"))
+            _ack(
+                emit,
+                "edit",
+                store.edit(rid, store.get(rid).revision, content=f"edit {tag} {i} {j}"),
+            )
         emit(do="compact", snap=_snapshot(site, f"{tag}-{i}"))
         store.compact(store.file_for("project"))
         emit(ack="compact")
@@ -210,7 +216,9 @@ class Ledger:
 
     def add(self, record: Record) -> None:
         self.records[record.id] = {
-            "rev": record.revision, "hash": record.contentHash, "status": record.status.value
+            "rev": record.revision,
+            "hash": record.contentHash,
+            "status": record.status.value,
         }
 
 

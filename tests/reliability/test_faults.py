@@ -25,9 +25,7 @@ from .harness import (
 )
 
 FAULTS = [
-    (call, kind)
-    for call in ("open", "write", "fsync", "replace")
-    for kind in ("ENOSPC", "EIO")
+    (call, kind) for call in ("open", "write", "fsync", "replace") for kind in ("ENOSPC", "EIO")
 ] + [("write", "short")]
 
 NTH_LIMIT = 200  # no operation makes this many calls of one kind
@@ -86,8 +84,11 @@ def test_failing_nth_call_is_a_typed_error_and_leaves_old_or_new_file(
 
 def _limits(prepared: Prepared) -> list[int]:
     """File size limits that cut the operation's writes at their start, middle and end."""
-    sizes = [len(getattr(s, k) or b"") for s in (prepared.before, prepared.after)
-             for k in ("data", "bak", "corrupt")]
+    sizes = [
+        len(getattr(s, k) or b"")
+        for s in (prepared.before, prepared.after)
+        for k in ("data", "bak", "corrupt")
+    ]
     points = {0, 1}
     for size in sizes:
         points.update({size - 1, size, size + 1, size // 2})

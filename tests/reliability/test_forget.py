@@ -209,10 +209,14 @@ def test_forget_killed_at_every_io_call_then_retried_leaves_no_trace(
                 assert is_tombstone(json.loads(lines[-1]))
                 assert len(lines) == len(complete_lines(old)) - 1
             figures.add("kills survived")
-            figures.add("kills that left the whole scrubbed file" if scrubbed
-                        else "kills that left the whole old file")
-            figures.add("kills that left the lock behind", expire_killed_lock(
-                trial.project, worker.pid))
+            figures.add(
+                "kills that left the whole scrubbed file"
+                if scrubbed
+                else "kills that left the whole old file"
+            )
+            figures.add(
+                "kills that left the lock behind", expire_killed_lock(trial.project, worker.pid)
+            )
             try:
                 trial.store().forget(rid)
             except StoreError as exc:  # the killed attempt had already forgotten it

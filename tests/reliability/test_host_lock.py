@@ -186,8 +186,15 @@ class HostRun(Proc):
         self.acks_path = tmp / f"{name}.acks"
         self.busy_path = tmp / f"{name}.busy"
         argv = [
-            sys.executable, str(HOSTWRITER), "--file", str(target.path),
-            "--acks", str(self.acks_path), "--busy-log", str(self.busy_path), *options,
+            sys.executable,
+            str(HOSTWRITER),
+            "--file",
+            str(target.path),
+            "--acks",
+            str(self.acks_path),
+            "--busy-log",
+            str(self.busy_path),
+            *options,
         ]
         if "--compact" not in options:
             argv += [*target.host_options(), "--prefix", f"host {name}"]
@@ -229,10 +236,18 @@ class HostLoop:
         """Start the next run if none is running (``first``: options of the first run only)."""
         if self.stopped or (self.runs and not self.runs[-1].finished()):
             return
-        self.runs.append(HostRun(
-            self.tmp, f"{self.name}-{len(self.runs)}", self.target, self.lives,
-            "--count", str(self.count), *self.options, *(() if self.runs else first),
-        ))
+        self.runs.append(
+            HostRun(
+                self.tmp,
+                f"{self.name}-{len(self.runs)}",
+                self.target,
+                self.lives,
+                "--count",
+                str(self.count),
+                *self.options,
+                *(() if self.runs else first),
+            )
+        )
 
     def stop(self) -> None:
         self.stopped = True
@@ -287,8 +302,14 @@ def _propose(store: MemoryStore, target: Target, title: str, content: str) -> st
 
 
 def _our_writer(
-    site: Site, target: Target, name: str, count: int, gate: Gate | None, lives: Lives,
-    size: Callable[[random.Random], int] | None = None, seed: int = 0,
+    site: Site,
+    target: Target,
+    name: str,
+    count: int,
+    gate: Gate | None,
+    lives: Lives,
+    size: Callable[[random.Random], int] | None = None,
+    seed: int = 0,
 ) -> Worker:
     """A forked process proposing ``count`` records (``ack`` after each one the store said
     was written); ``size`` draws a content length (default: a short content)."""
@@ -317,15 +338,34 @@ def _join(worker: Worker, lives: Lives) -> None:
 
 
 def _cli(site: Site, lives: Lives, *args: str, **env: str) -> Proc:
-    argv = [*CLI, "--home", str(site.home), "--workspace", str(site.workspace),
-            "--user", "alice", *args]
+    argv = [
+        *CLI,
+        "--home",
+        str(site.home),
+        "--workspace",
+        str(site.workspace),
+        "--user",
+        "alice",
+        *args,
+    ]
     return Proc(argv, lives, ours=True, env=_env(**env))
 
 
 def _cli_propose(site: Site, target: Target, lives: Lives, title: str, **env: str) -> Proc:
-    return _cli(site, lives, "propose", *target.cli_options(), "--type", "fact",
-                "--title", title, "--content", f"{title} content",
-                *([] if target.session else ["--source-ref", "session:x"]), **env)
+    return _cli(
+        site,
+        lives,
+        "propose",
+        *target.cli_options(),
+        "--type",
+        "fact",
+        "--title",
+        title,
+        "--content",
+        f"{title} content",
+        *([] if target.session else ["--source-ref", "session:x"]),
+        **env,
+    )
 
 
 def _cli_id(proc: Proc) -> str:
@@ -345,7 +385,10 @@ def _view(site: Site, target: Target) -> Any:
 
 
 def _check_every_ack_once(
-    site: Site, target: Target, acked: Iterable[str], unacked_ok: int = 0,
+    site: Site,
+    target: Target,
+    acked: Iterable[str],
+    unacked_ok: int = 0,
     history: Iterable[str] = (),
 ) -> Counter[str]:
     """Every acknowledged id is in the file exactly once (those of ``history``, records with
@@ -371,7 +414,9 @@ def _check_every_ack_once(
 
 
 def _check_refusals(
-    loops: Iterable[HostLoop], lives: Lives, figures: Figures,
+    loops: Iterable[HostLoop],
+    lives: Lives,
+    figures: Figures,
     dead: Callable[[int, int], bool] = lambda pid, ms: False,
 ) -> None:
     """Each busy refusal of a host writer named a process of this test that was running at
@@ -392,8 +437,11 @@ def _check_refusals(
             assert lives.alive_at(pid, ms), (
                 f"refused at {ms} by a lock naming pid {pid}, not a process running then"
             )
-            figures.add("refusals by our lock" if pid in lives.ours
-                        else "refusals by another host writer's lock")
+            figures.add(
+                "refusals by our lock"
+                if pid in lives.ours
+                else "refusals by another host writer's lock"
+            )
 
 
 def _no_lock_left(target: Target) -> None:
@@ -423,8 +471,15 @@ class Race:
 
 
 def _race(
-    tmp: Path, site: Site, target: Target, lives: Lives, figures: Figures, *,
-    our_compactions: bool = False, host_compactions: bool = False, host_appends: bool = True,
+    tmp: Path,
+    site: Site,
+    target: Target,
+    lives: Lives,
+    figures: Figures,
+    *,
+    our_compactions: bool = False,
+    host_compactions: bool = False,
+    host_appends: bool = True,
 ) -> tuple[Race, list[HostLoop]]:
     """Our appenders (forked loops and CLI proposes), host appenders and, if asked, our
     compactions (``dsh-memory compact``) and the host's (``hostwriter --compact``), all on
@@ -433,9 +488,7 @@ def _race(
     and ``OUR_COMPACTIONS`` compactions of ours / one run of the host's have finished."""
     go = tmp / "go"
     gate = Gate()
-    workers = [
-        _our_writer(site, target, f"ours {w}", APPENDS, gate, lives) for w in range(WRITERS)
-    ]
+    workers = [_our_writer(site, target, f"ours {w}", APPENDS, gate, lives) for w in range(WRITERS)]
     appenders = [
         HostLoop(tmp, f"host{h}", target, lives, HOST_ATTEMPTS, "--delay-ms", "0.5")
         for h in range(HOSTS if host_appends else 0)
@@ -452,8 +505,10 @@ def _race(
     ours: Proc | None = None
 
     def appending() -> bool:
-        return any(not w.eof for w in workers) or len(clis) < CLI_PROPOSES or not all(
-            c.finished() for c in clis
+        return (
+            any(not w.eof for w in workers)
+            or len(clis) < CLI_PROPOSES
+            or not all(c.finished() for c in clis)
         )
 
     def tick() -> bool:
@@ -474,8 +529,10 @@ def _race(
         compacted = (not our_compactions or race.our_compactions >= OUR_COMPACTIONS) and (
             not host_compactions or any(run.out is not None for run in compactor.runs)
         )
-        return compacted and not appending() and all(
-            any(run.out is not None for run in loop.runs) for loop in appenders
+        return (
+            compacted
+            and not appending()
+            and all(any(run.out is not None for run in loop.runs) for loop in appenders)
         )
 
     wait_until(tick, "the appenders to finish", loops=appenders, workers=workers)
@@ -548,8 +605,14 @@ def test_compactions_racing_the_other_sides_appends_lose_no_acknowledged_write(
     ours = mode in ("our-compactions", "both-compact")
     host = mode in ("host-compactions", "both-compact")
     race, loops = _race(
-        tmp_path, site, target, lives, figures,
-        our_compactions=ours, host_compactions=host, host_appends=mode != "host-compactions",
+        tmp_path,
+        site,
+        target,
+        lives,
+        figures,
+        our_compactions=ours,
+        host_compactions=host,
+        host_appends=mode != "host-compactions",
     )
 
     # (The host's compaction, as hostwriter does it, keeps every line: a seed's two revisions.)
@@ -732,8 +795,9 @@ class TearingOS:
         return tearing
 
 
-def _killed_writer(site: Site, target: Target, acks: int, stand_in: Callable[[Emit], Any],
-                   lives: Lives) -> Worker:
+def _killed_writer(
+    site: Site, target: Target, acks: int, stand_in: Callable[[Emit], Any], lives: Lives
+) -> Worker:
     """Proposes ``acks`` records, then one more under ``stand_in`` (which kills it)."""
 
     def run(emit: Emit) -> None:
@@ -784,18 +848,19 @@ def test_our_writer_killed_holding_the_lock_blocks_the_host_for_60_s_only(
     def refused_by_the_dead() -> list[int]:
         return [ms for ms, c in host.refusals() if c == str(killed.pid) and ms >= killed_at]
 
-    wait_until(lambda: len(refused_by_the_dead()) >= 1, "a refusal by the dead lock",
-               loops=[host])
+    wait_until(lambda: len(refused_by_the_dead()) >= 1, "a refusal by the dead lock", loops=[host])
     blocked_at = len(host.acked())
-    wait_until(lambda: len(refused_by_the_dead()) >= 30, "30 refusals by the dead lock",
-               loops=[host])
+    wait_until(
+        lambda: len(refused_by_the_dead()) >= 30, "30 refusals by the dead lock", loops=[host]
+    )
     assert len(host.acked()) == blocked_at, "a host write got past our dead writer's lock"
     assert target.lock.read_text() == f"{killed.pid}\n"
 
     assert expire_killed_lock(target.path, killed.pid)
     aged_at = now_ms()
-    wait_until(lambda: len(host.acked()) > blocked_at, "the host to break the stale lock",
-               loops=[host])
+    wait_until(
+        lambda: len(host.acked()) > blocked_at, "the host to break the stale lock", loops=[host]
+    )
     host.stop()
     # (A refusal decided just before the aging may be logged just after it: 200 ms of slack.)
     after = [ms for ms, c in host.refusals() if c == str(killed.pid) and ms > aged_at + 200]
@@ -804,8 +869,9 @@ def test_our_writer_killed_holding_the_lock_blocks_the_host_for_60_s_only(
     rid = _propose(site.store(), target, "after", "after")
     ours = [m["id"] for m in killed.acks()] + [rid]
     _check_every_ack_once(site, target, [*host.acked(), *ours], unacked_ok=1)
-    _check_refusals([host], lives, figures,
-                    dead=lambda pid, ms: pid == killed.pid and killed_at <= ms)
+    _check_refusals(
+        [host], lives, figures, dead=lambda pid, ms: pid == killed.pid and killed_at <= ms
+    )
     _no_lock_left(target)
     figures.add("host refusals by our dead writer's lock", len(refused_by_the_dead()))
     figures.add("host writes", len(host.acked()))
@@ -860,8 +926,9 @@ def test_a_torn_line_of_our_killed_writer_and_the_hosts_next_append(
         glued = complete_lines(target.path.read_bytes())[view.corrupt[0].line_no - 1]
         assert glued.startswith(torn) and lost.encode() in glued, glued[-300:]
         ours.append(_propose(site.store(), target, "after", "after"))  # salvages it
-        entries = [json.loads(e) for e in complete_lines(
-            read_or_none(neighbours(target.path)["corrupt"]))]
+        entries = [
+            json.loads(e) for e in complete_lines(read_or_none(neighbours(target.path)["corrupt"]))
+        ]
         assert [e["raw"] for e in entries] == [torn.decode() + "\n"]  # only our torn half
         later = HostRun(tmp_path, "later", target, lives, "--count", "1")
         assert later.summary()["ok"] == 1
@@ -869,8 +936,9 @@ def test_a_torn_line_of_our_killed_writer_and_the_hosts_next_append(
         figures.add("host writes lost", 0)
     else:
         ours.append(_propose(site.store(), target, "after", "after"))
-        entries = [json.loads(e) for e in complete_lines(
-            read_or_none(neighbours(target.path)["corrupt"]))]
+        entries = [
+            json.loads(e) for e in complete_lines(read_or_none(neighbours(target.path)["corrupt"]))
+        ]
         assert [e["raw"] for e in entries] == [torn.decode() + "\n"]
         host = HostRun(tmp_path, "after", target, lives, "--count", "1")
         assert host.summary()["ok"] == 1
@@ -924,11 +992,16 @@ def test_random_sigkill_of_our_writer_while_the_host_appends(
             figures.add("files")
         host = HostLoop(tmp_path, f"r{round_no}", target, lives, 30, "--delay-ms", "0.5")
         loops.append(host)
-        writer = _our_writer(site, target, f"r{round_no}", 10**6, None, lives, _size,
-                             rng.getrandbits(32))
+        writer = _our_writer(
+            site, target, f"r{round_no}", 10**6, None, lives, _size, rng.getrandbits(32)
+        )
         nth = rng.randint(1, 6)
-        wait_until(lambda w=writer, h=host, n=nth: len(w.acks()) >= n and len(h.acked()) >= 1,
-                   "both sides to write", loops=[host], workers=[writer])
+        wait_until(
+            lambda w=writer, h=host, n=nth: len(w.acks()) >= n and len(h.acked()) >= 1,
+            "both sides to write",
+            loops=[host],
+            workers=[writer],
+        )
         time.sleep(rng.uniform(0, 0.006))  # the kill's moment: random, it waits for nothing
         writer.kill()
         lives.ended(writer.pid)
@@ -970,8 +1043,8 @@ def test_random_sigkill_of_our_writer_while_the_host_appends(
             site, target, [*our_acks, *host_acks], unacked_ok=round_no - since + 1
         )
         quarantined = "".join(
-            json.loads(e)["raw"] for e in complete_lines(
-                read_or_none(neighbours(target.path)["corrupt"]))
+            json.loads(e)["raw"]
+            for e in complete_lines(read_or_none(neighbours(target.path)["corrupt"]))
         )
         for rid in glued:
             assert f'{{"schemaVersion":1,"id":"{rid}"' in quarantined, rid
@@ -979,7 +1052,7 @@ def test_random_sigkill_of_our_writer_while_the_host_appends(
         figures.add("kills survived")
         figures.add("our writes", len(writer.acks()) + 1)
         figures.add("host writes", len(host.acked()) + len(probe.acked()))
-        figures.add("host writes glued to a torn line of ours (kept in .corrupt)",
-                    torn and round_no % 2)
-    _check_refusals(loops, lives, figures,
-                    dead=lambda pid, ms: pid in dead and dead[pid] <= ms)
+        figures.add(
+            "host writes glued to a torn line of ours (kept in .corrupt)", torn and round_no % 2
+        )
+    _check_refusals(loops, lives, figures, dead=lambda pid, ms: pid in dead and dead[pid] <= ms)

@@ -89,8 +89,11 @@ def _run_ops(site: Site, rid: str, plant: Callable[[], None] | None = None) -> d
             codes["read"] = exc.code
         report = site.store().check(repair=True)
         codes["repair"] = sorted(
-            {p.kind for p in report.problems if p.path.parent == site.project.parent
-             and not p.repaired}
+            {
+                p.kind
+                for p in report.problems
+                if p.path.parent == site.project.parent and not p.repaired
+            }
         )
         return codes
 
@@ -248,14 +251,22 @@ def test_every_file_is_0600_and_every_directory_0700_whatever_the_umask(
     files = [*regular_files(site.home, site.workspace / ".dsh"), out / "bundle.json"]
     assert not [p for p in files if p.name.endswith(".lock")], "a write left its .lock behind"
     dirs = [site.home, *[p for p in site.home.rglob("*") if p.is_dir()]]
-    dirs += [site.workspace / ".dsh", *[p for p in (site.workspace / ".dsh").rglob("*")
-                                         if p.is_dir()]]
+    dirs += [
+        site.workspace / ".dsh",
+        *[p for p in (site.workspace / ".dsh").rglob("*") if p.is_dir()],
+    ]
     suffixes = {p.name.rsplit(".", 1)[-1] for p in files}
     assert {"jsonl", "bak", "corrupt", "json"} <= suffixes, suffixes
-    wrong = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in files
-             if stat.S_IMODE(p.stat().st_mode) != 0o600}
-    wrong |= {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in dirs
-              if stat.S_IMODE(p.stat().st_mode) != 0o700}
+    wrong = {
+        str(p): oct(stat.S_IMODE(p.stat().st_mode))
+        for p in files
+        if stat.S_IMODE(p.stat().st_mode) != 0o600
+    }
+    wrong |= {
+        str(p): oct(stat.S_IMODE(p.stat().st_mode))
+        for p in dirs
+        if stat.S_IMODE(p.stat().st_mode) != 0o700
+    }
     assert not wrong, wrong
     figures.add("files checked", len(files))
     figures.add("directories checked", len(dirs))

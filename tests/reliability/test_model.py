@@ -100,8 +100,15 @@ def _seen(store: MemoryStore, scope: str) -> dict[str, Entry]:
         content = r.content
         if r.status.value == "forgotten" and is_tombstone(json.loads(r.to_line())):
             content = ERASED
-        out[r.id] = Entry(r.type.value, r.title, content, tuple(r.tags), r.status.value,
-                          r.governance.verification.value, r.revision)
+        out[r.id] = Entry(
+            r.type.value,
+            r.title,
+            content,
+            tuple(r.tags),
+            r.status.value,
+            r.governance.verification.value,
+            r.revision,
+        )
     return out
 
 
@@ -132,8 +139,7 @@ class StoreMachine(RuleBasedStateMachine):
         return "project" if scope == "project" else f"user:{self.acting}"
 
     def _visible(self) -> list[tuple[str, str]]:
-        return [(key, rid) for key in ("project", f"user:{self.acting}")
-                for rid in self.model[key]]
+        return [(key, rid) for key in ("project", f"user:{self.acting}") for rid in self.model[key]]
 
     def _expect(self, code: str | None, call: Any) -> Any:
         """Run ``call``; it must raise ``StoreError(code)`` (or succeed when ``code`` is None)."""
@@ -181,7 +187,8 @@ class StoreMachine(RuleBasedStateMachine):
             self._expect("INVALID_RECORD", lambda: self.store.create(scope, type_, title, content))
             return
         same = {
-            rid for rid, e in self.model[key].items()
+            rid
+            for rid, e in self.model[key].items()
             if e.type == type_ and e.content == content_ and e.status != "forgotten"
         }
         result = self.store.create(scope, type_, title, content, tags)
@@ -194,16 +201,30 @@ class StoreMachine(RuleBasedStateMachine):
         COUNTS["creates"] += 1
 
     @precondition(lambda self: self._visible())
-    @rule(data=st.data(), title=st.none() | TEXT, content=TEXT, type_=st.none() | TYPES,
-          tags=st.none() | TAGS, stale=st.sampled_from([0, 0, 0, 0, -1, 1]))
-    def edit(self, data: st.DataObject, title: str | None, content: str | None,
-             type_: str | None, tags: list[str] | None, stale: int) -> None:
+    @rule(
+        data=st.data(),
+        title=st.none() | TEXT,
+        content=TEXT,
+        type_=st.none() | TYPES,
+        tags=st.none() | TAGS,
+        stale=st.sampled_from([0, 0, 0, 0, -1, 1]),
+    )
+    def edit(
+        self,
+        data: st.DataObject,
+        title: str | None,
+        content: str | None,
+        type_: str | None,
+        tags: list[str] | None,
+        stale: int,
+    ) -> None:
         key, rid, entry = self._pick(data)
         base = entry.revision + stale
 
         def call() -> Any:
-            return self.store.edit(rid, base, title=title, content=content, record_type=type_,
-                                   tags=tags)
+            return self.store.edit(
+                rid, base, title=title, content=content, record_type=type_, tags=tags
+            )
 
         if (title is not None and not title.strip()) or (
             content is not None and not content.strip()
@@ -238,8 +259,10 @@ class StoreMachine(RuleBasedStateMachine):
             COUNTS["edits"] += 1
 
     @precondition(lambda self: self._visible())
-    @rule(data=st.data(),
-          action=st.sampled_from(["verify", "reject", "reverify", "archive", "restore"]))
+    @rule(
+        data=st.data(),
+        action=st.sampled_from(["verify", "reject", "reverify", "archive", "restore"]),
+    )
     def review(self, data: st.DataObject, action: str) -> None:
         """The host's transitions: verify and reject only from unverified, reverify only from
         stale, archive only active, restore only archived; anything else INVALID_TRANSITION."""
@@ -264,8 +287,15 @@ class StoreMachine(RuleBasedStateMachine):
             return
         call()
         self._after_write(key, rid, new)
-        COUNTS[{"verify": "verifications", "reject": "rejections", "reverify": "reverifications",
-                "archive": "archives", "restore": "restores"}[action]] += 1
+        COUNTS[
+            {
+                "verify": "verifications",
+                "reject": "rejections",
+                "reverify": "reverifications",
+                "archive": "archives",
+                "restore": "restores",
+            }[action]
+        ] += 1
 
     @precondition(lambda self: self._visible())
     @rule(data=st.data())
@@ -275,8 +305,11 @@ class StoreMachine(RuleBasedStateMachine):
             self._expect("FORGOTTEN", lambda: self.store.forget(rid))
             return
         self.store.forget(rid)
-        self._after_write(key, rid, entry.bumped(status="forgotten", title=_tombstone_title(rid),
-                                                 content=ERASED, tags=()))
+        self._after_write(
+            key,
+            rid,
+            entry.bumped(status="forgotten", title=_tombstone_title(rid), content=ERASED, tags=()),
+        )
         COUNTS["forgets"] += 1
 
     @rule(scope=st.sampled_from(SCOPES))
@@ -318,8 +351,11 @@ class StoreMachine(RuleBasedStateMachine):
         acked = any("ack" in m for m in worker.messages)
         COUNTS["kills survived" if worker.killed else "writers done before the kill point"] += 1
         landed = set(_seen(self.store, scope)) - set(self.model[key])
-        same = [e for e in self.model[key].values()
-                if e.type == type_ and e.content == content and e.status != "forgotten"]
+        same = [
+            e
+            for e in self.model[key].values()
+            if e.type == type_ and e.content == content and e.status != "forgotten"
+        ]
         assert len(landed) <= 1
         assert not (acked and not same and not landed), "an acknowledged create was lost"
         for rid in landed:
@@ -328,8 +364,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule()
     def reopen(self) -> None:
-        self.stores = {u: MemoryStore.open(self.site.home, self.site.workspace, u)
-                       for u in USERS}
+        self.stores = {u: MemoryStore.open(self.site.home, self.site.workspace, u) for u in USERS}
         COUNTS["reopens"] += 1
 
     @rule()

@@ -29,8 +29,13 @@ def scope_views(store: MemoryStore, session: str | None) -> list[tuple[Scope, Ag
     audience = Audience(session=(session, None) if session else None, include_shared=True)
     for scope in (Scope.SESSION, Scope.PROJECT, Scope.SHARED, Scope.USER):
         if scope is Scope.SESSION and session is None:
-            out.append((scope, "an agent is served its own session's records; open the app "
-                               "with --session ID to see one session's"))
+            out.append(
+                (
+                    scope,
+                    "an agent is served its own session's records; open the app "
+                    "with --session ID to see one session's",
+                )
+            )
             continue
         try:
             out.append((scope, agent_view(store, audience, scope=scope, now=store.clock())))
@@ -49,19 +54,23 @@ def summary_markup(views: list[tuple[Scope, AgentView | str]]) -> str:
             lines += [head, f"  [dim]{escape(view)}[/dim]", ""]
             continue
         count = len(view.records)
-        lines.append(f"{head}: {count} record{'s' if count != 1 else ''}, "
-                     f"{_size(view.size)} of text")
+        lines.append(
+            f"{head}: {count} record{'s' if count != 1 else ''}, {_size(view.size)} of text"
+        )
         for record in view.records:
             mark = PINNED_MARK if record.governance.pinned else " "
             size = utf8_len(render_record(record))
-            lines.append(f"  {mark} {escape(record.title)}  [dim]{record.type.value} · "
-                         f"{_size(size)}[/dim]")
+            lines.append(
+                f"  {mark} {escape(record.title)}  [dim]{record.type.value} · {_size(size)}[/dim]"
+            )
         if not count:
             lines.append("  [dim]nothing: no active, verified, unexpired record here[/dim]")
         lines.append("")
-    lines.append("[dim]Served: active, verified by a human, not expired; pinned first, then "
-                 "the newest. Proposals, imports, stale, rejected and archived records never "
-                 "are.[/dim]")
+    lines.append(
+        "[dim]Served: active, verified by a human, not expired; pinned first, then "
+        "the newest. Proposals, imports, stale, rejected and archived records never "
+        "are.[/dim]"
+    )
     return "\n".join(lines)
 
 

@@ -93,12 +93,14 @@ class ExportDialog(ModalScreen[str | None]):
             yield Label("Export a bundle", classes="dialog-title")
             yield Static(
                 f"Not forgotten; only {self.store.user_id}'s user profile; written 0600. "
-                "Markdown is the host's v0.7 format.", classes="dialog-message",
+                "Markdown is the host's v0.7 format.",
+                classes="dialog-message",
             )
             with Horizontal(id="export-scopes", classes="bundle-row"):
                 for scope in Scope:
-                    yield Checkbox(scope.value, value=scope is not Scope.SESSION,
-                                   id=f"x-{scope.value}")
+                    yield Checkbox(
+                        scope.value, value=scope is not Scope.SESSION, id=f"x-{scope.value}"
+                    )
             with Horizontal(classes="bundle-row"):
                 yield Label("Save as", classes="row-label")
                 yield Select(EXPORT_FORMATS, value=self.fmt, allow_blank=False, id="format")
@@ -138,8 +140,10 @@ class ExportDialog(ModalScreen[str | None]):
             return
         summary = f"Exported {result.count} record(s) to {result.path}"
         if result.left_out:
-            summary += (f"; {len(result.left_out)} left out (the host's import would refuse "
-                        "them: `dsh-memory export` lists them)")
+            summary += (
+                f"; {len(result.left_out)} left out (the host's import would refuse "
+                "them: `dsh-memory export` lists them)"
+            )
         if result.over_host_limits:
             summary += f"; the host cannot import it ({result.over_host_limits})"
         self.dismiss(summary)
@@ -172,7 +176,10 @@ class ImportDialog(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
-        self, store: MemoryStore, confirm_shared: ConfirmShared, path: str = "",
+        self,
+        store: MemoryStore,
+        confirm_shared: ConfirmShared,
+        path: str = "",
         target: Scope = Scope.PROJECT,
     ) -> None:
         super().__init__(classes="dialog")
@@ -192,11 +199,16 @@ class ImportDialog(ModalScreen[str | None]):
                 yield Label("Into", classes="row-label")
                 yield Select(
                     [(s.value, s) for s in Scope if s is not Scope.SESSION],
-                    value=self.target, allow_blank=False, id="target",
+                    value=self.target,
+                    allow_blank=False,
+                    id="target",
                 )
                 yield Select(IMPORT_FORMATS, value="auto", allow_blank=False, id="format")
-            yield Static("Preview shows what would be written; nothing is written before "
-                         "Import.", id="plan-counts", markup=False)
+            yield Static(
+                "Preview shows what would be written; nothing is written before Import.",
+                id="plan-counts",
+                markup=False,
+            )
             with VerticalScroll(id="import-plan"):
                 yield Static("", id="plan", markup=False)
             with Horizontal(classes="bundle-buttons"):
@@ -227,16 +239,18 @@ class ImportDialog(ModalScreen[str | None]):
         target: Scope = self.query_one("#target", Select).value  # type: ignore[assignment]
         fmt = str(self.query_one("#format", Select).value)
         try:
-            self.plan = plan_import(self.store, Path(path).expanduser(), target,
-                                    fmt=None if fmt == "auto" else fmt)
+            self.plan = plan_import(
+                self.store, Path(path).expanduser(), target, fmt=None if fmt == "auto" else fmt
+            )
         except StoreError as exc:
             self.plan = None
             self._show(f"error[{exc.code}]: {exc.message}", error=True)
             self.query_one("#ok", Button).disabled = True
             return
         kind = "Markdown" if self.plan.format == "markdown" else "JSON"
-        self._show(f"{self.plan.counts} ({kind}, {self.plan.total} in the file)",
-                   describe_plan(self.plan))
+        self._show(
+            f"{self.plan.counts} ({kind}, {self.plan.total} in the file)", describe_plan(self.plan)
+        )
         self.query_one("#ok", Button).disabled = not self.plan.new
         if self.plan.new:
             self.query_one("#ok", Button).focus()

@@ -109,7 +109,8 @@ class ConflictScreen(ModalScreen[str | None]):
             yield Label(
                 f"Conflict group {self.group or ''}: {len(self.versions)} versions of "
                 f"“{first.title}” ({first.type.value})",
-                classes="dialog-title", markup=False,
+                classes="dialog-title",
+                markup=False,
             )
             with Horizontal(id="versions"):
                 for i, _record in enumerate(self.versions):
@@ -117,9 +118,12 @@ class ConflictScreen(ModalScreen[str | None]):
                         yield Static(classes="version-head", markup=False)
                         yield Static(classes="version-body", markup=False)
             yield Static(id="plan", markup=False)
-            yield Static("- only in the highlighted version · + only in that one   "
-                         "←/→ choose · K keeps · Esc cancels",
-                         id="legend", markup=False)
+            yield Static(
+                "- only in the highlighted version · + only in that one   "
+                "←/→ choose · K keeps · Esc cancels",
+                id="legend",
+                markup=False,
+            )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Keep this version (K)", id="keep", variant="success")
                 yield Button("Cancel", id="cancel")

@@ -48,8 +48,9 @@ class ReasonDialog(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, prompt: str, action: str = "Reject", *,
-                 variant: str = "warning"):
+    def __init__(
+        self, title: str, prompt: str, action: str = "Reject", *, variant: str = "warning"
+    ):
         super().__init__(classes="dialog")
         self.title_text, self.prompt, self.action = title, prompt, action
         self.variant = variant
@@ -96,8 +97,9 @@ class CopyDialog(ModalScreen[Scope | None]):
             yield Static(f"Copy “{self.title_text}” into:", classes="dialog-message")
             yield OptionList(
                 *[
-                    Option(f"{s.value}: seen by {AUDIENCE_BY_SCOPE[s]}\n  {self.paths[s]}",
-                           id=s.value)
+                    Option(
+                        f"{s.value}: seen by {AUDIENCE_BY_SCOPE[s]}\n  {self.paths[s]}", id=s.value
+                    )
                     for s in self.targets
                 ],
                 id="targets",

@@ -92,12 +92,16 @@ class RecordForm(ModalScreen[str | None]):
                     yield Label("Scope", classes="field-label")
                     yield Select(
                         [(f"{s.value} ({AUDIENCE_BY_SCOPE[s]})", s) for s in self.scopes],
-                        value=self.default_scope, allow_blank=False, id="scope",
+                        value=self.default_scope,
+                        allow_blank=False,
+                        id="scope",
                     )
                 yield Label("Type", classes="field-label")
                 yield Select(
                     [(t.value, t) for t in RecordType],
-                    value=r.type if r else RecordType.FACT, allow_blank=False, id="type",
+                    value=r.type if r else RecordType.FACT,
+                    allow_blank=False,
+                    id="type",
                 )
                 yield Label("Title", classes="field-label")
                 yield Input(r.title if r else "", id="title", placeholder="one line")

@@ -30,8 +30,11 @@ def metadata_text(
     per line; ``root_id`` (the workspace's) reads as its name.
     """
     rows = record_facts(
-        record, now_ms() if now is None else now, scope=scope_text(record, root_id),
-        conflict_group=conflict_group, rivals=rivals,
+        record,
+        now_ms() if now is None else now,
+        scope=scope_text(record, root_id),
+        conflict_group=conflict_group,
+        rivals=rivals,
     )
     out = []
     for name, value in rows:
@@ -102,26 +105,35 @@ class DetailPane(ScrollView):
         """
         key = (record.id, record.governance.revision) if record else None
         state = (key, conflict_group, rivals)
-        if (key == self.shown and record is not None and state == self._state
-                and record is self._record):
+        if (
+            key == self.shown
+            and record is not None
+            and state == self._state
+            and record is self._record
+        ):
             return
         self.shown, self._state, self._record = key, state, record
         self._note = None
         if record is None:
             self._set(Text("No record selected", style="dim"))
             return
-        self._set(Group(
-            Text(record.title or "(forgotten)", style="bold"),
-            Text(""),
-            RichMarkdown(record.content or "*(no content)*"),
-            Text(""),
-            Text("Details", style="bold dim"),
-            Text.from_markup(metadata_text(record, self.root_id, now=now,
-                                           conflict_group=conflict_group, rivals=rivals)),
-            Text(""),
-            Text("History", style="bold dim"),
-            Text.from_markup(history_text(history)),
-        ))
+        self._set(
+            Group(
+                Text(record.title or "(forgotten)", style="bold"),
+                Text(""),
+                RichMarkdown(record.content or "*(no content)*"),
+                Text(""),
+                Text("Details", style="bold dim"),
+                Text.from_markup(
+                    metadata_text(
+                        record, self.root_id, now=now, conflict_group=conflict_group, rivals=rivals
+                    )
+                ),
+                Text(""),
+                Text("History", style="bold dim"),
+                Text.from_markup(history_text(history)),
+            )
+        )
 
     def show_note(self, title: str, lines: Sequence[str]) -> None:
         """Something that is not a record (a session group's header row)."""

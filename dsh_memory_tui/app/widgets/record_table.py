@@ -444,8 +444,11 @@ class RecordTable(ScrollView, can_focus=True):
         self._refresh_keys(flashed)
         if slot not in self._flash_slots:
             self._flash_slots.add(slot)
-            self.set_timer(slot * _FLASH_GRAIN_S - now, lambda: self._end_flash(slot),
-                           name="record-table-flash")
+            self.set_timer(
+                slot * _FLASH_GRAIN_S - now,
+                lambda: self._end_flash(slot),
+                name="record-table-flash",
+            )
 
     # ------------------------------------------------------------------ actions
 
@@ -587,7 +590,8 @@ class RecordTable(ScrollView, can_focus=True):
         layout = self._layout_cache.get(width)
         if layout is None:
             columns = [
-                column for column in self._columns
+                column
+                for column in self._columns
                 if column.hide_below is None or width >= column.hide_below
             ]
             fixed = sum(column.width for column in columns if column.width is not None)

@@ -22,8 +22,10 @@ def set_virtual_size(widget: ScrollView, size: Size) -> None:
     wants_bar = overflow == "scroll" or (
         overflow == "auto" and size.height > widget.container_size.height
     )
-    if not widget.is_mounted or not widget.container_size or (
-        wants_bar != widget.show_vertical_scrollbar
+    if (
+        not widget.is_mounted
+        or not widget.container_size
+        or (wants_bar != widget.show_vertical_scrollbar)
     ):
         widget.virtual_size = size
         return
