@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .governance import locale_key
 from .model import (
     Location,
@@ -205,7 +205,7 @@ def check_query(query: object) -> str:
         why = f"over {MAX_QUERY_BYTES} UTF-8 bytes"
     else:
         why = "contains a control character"
-    raise StoreError("INVALID_RECORD", f"Memory query is invalid ({why})")
+    raise StoreError(ErrorCode.INVALID_RECORD, f"Memory query is invalid ({why})")
 
 
 def _scope_arg(audience: Audience, scope: Scope | str | None) -> tuple[Scope, ...]:
@@ -216,14 +216,16 @@ def _scope_arg(audience: Audience, scope: Scope | str | None) -> tuple[Scope, ..
         wanted = Scope({"shared": "shared-project"}.get(str(scope), str(scope)))
     except ValueError:
         names = ", ".join(s.value for s in served)
-        raise StoreError("INVALID_RECORD", f"scope {scope!r} is not one of {names}") from None
+        raise StoreError(
+            ErrorCode.INVALID_RECORD, f"scope {scope!r} is not one of {names}"
+        ) from None
     if wanted not in served:
         why = (
             "shared-project memory is served only when the server runs with --include-shared"
             if wanted is Scope.SHARED
             else "there is no session"
         )
-        raise StoreError("INVALID_RECORD", f"scope {wanted.value} is not served: {why}")
+        raise StoreError(ErrorCode.INVALID_RECORD, f"scope {wanted.value} is not served: {why}")
     return (wanted,)
 
 
@@ -275,7 +277,7 @@ def served_records(
         except ValueError:
             names = ", ".join(t.value for t in RecordType)
             raise StoreError(
-                "INVALID_RECORD", f"type {record_type!r} is not one of {names}"
+                ErrorCode.INVALID_RECORD, f"type {record_type!r} is not one of {names}"
             ) from None
     if query is not None:
         query = check_query(query)
@@ -414,7 +416,7 @@ def used_version(record: Record, now: int, location: Location) -> Record:
     line = json.dumps(out, separators=(",", ":"), allow_nan=False).encode()
     used = parse_line(line, location)
     if not isinstance(used, Record):  # pragma: no cover - the record was valid here
-        raise StoreError("INVALID_RECORD", f"{record.id}: its use cannot be recorded")
+        raise StoreError(ErrorCode.INVALID_RECORD, f"{record.id}: its use cannot be recorded")
     return used
 
 

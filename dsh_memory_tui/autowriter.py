@@ -39,7 +39,7 @@ from typing import Any
 
 from watchfiles import watch
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .governance import locale_key
 from .jsonl import TailReader
 from .model import (
@@ -497,7 +497,7 @@ def _build(
             if len(merged) > len(exact.governance.sourceRefs):
                 if len(merged) > MAX_SOURCE_REFS:
                     raise StoreError(
-                        "INVALID_RECORD",
+                        ErrorCode.INVALID_RECORD,
                         f"{exact.id} has {MAX_SOURCE_REFS} source "
                         "refs already: the host's write fails the same way",
                     )
@@ -669,9 +669,11 @@ def _read_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
                 if line.strip():
                     writer.on_tool_result(line)
     except FileNotFoundError:
-        raise StoreError("USAGE", f"{path}: no such events file") from None
+        raise StoreError(ErrorCode.USAGE, f"{path}: no such events file") from None
     except OSError as exc:
-        raise StoreError("READ_FAILED", f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise StoreError(
+            ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror or exc}"
+        ) from None
 
 
 def _read_stream(writer: AutoWriter, fd: int, stop: StopSignals) -> None:
@@ -769,7 +771,7 @@ def _follow_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
     """
     path = path.expanduser().resolve()
     if not path.parent.is_dir():
-        raise StoreError("USAGE", f"{path.parent}: no such directory for the events file")
+        raise StoreError(ErrorCode.USAGE, f"{path.parent}: no such directory for the events file")
     reader = TailReader(path)
     feed = _LineFeed(writer)
     changed = threading.Event()

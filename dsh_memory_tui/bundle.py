@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .governance import display_conflict_groups, host_list_order
 from .jsonl import write_atomic
 from .model import (
@@ -189,7 +189,7 @@ def _refuse_store_dir(store: MemoryStore, out: Path) -> None:
     for directory in store.paths.watch_dirs():
         if where == Path(os.path.realpath(directory)):
             raise StoreError(
-                "UNSAFE_PATH",
+                ErrorCode.UNSAFE_PATH,
                 f"{out} is inside the memory store ({directory}); a bundle there would be "
                 "mistaken for store data; write it elsewhere",
             )
@@ -217,7 +217,7 @@ def export_bundle(
     directory), WRITE_FAILED, USAGE.
     """
     if fmt not in FORMATS:
-        raise StoreError("USAGE", f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+        raise StoreError(ErrorCode.USAGE, f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     out_path = Path(out)
     _refuse_store_dir(store, out_path)
     corrupt = future = 0
@@ -467,7 +467,7 @@ def _parse_section(index: int, part: str) -> MarkdownSection | InvalidEntry | No
 
 
 def _invalid(message: str) -> StoreError:
-    return StoreError("BUNDLE_INVALID", message)
+    return StoreError(ErrorCode.BUNDLE_INVALID, message)
 
 
 def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
@@ -789,7 +789,7 @@ def plan_import(
     READ_FAILED when the target file cannot be read.
     """
     if fmt is not None and fmt not in FORMATS:
-        raise StoreError("USAGE", f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+        raise StoreError(ErrorCode.USAGE, f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     target = store.file_for(scope, session)
     data, label = _read_source(source)
     fmt = fmt or bundle_format(source, data)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .model import Record, Scope, SourceRef
 from .present import describe_changes, facts_text, record_facts, when
 from .store import Action, MemoryStore, Session
@@ -533,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except StoreError as exc:
         print(str(exc), file=sys.stderr)
-        return 2 if exc.code == "USAGE" else 1
+        return 2 if exc.code == ErrorCode.USAGE else 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

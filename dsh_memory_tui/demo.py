@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .autowriter import AutoWriter, Stopped, StopSignals
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .jsonl import ensure_dir
 from .model import (
     Origin,
@@ -72,7 +72,9 @@ class _HistoryClock:
 
 def _empty_dir(path: Path) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise StoreError("USAGE", f"{path} already exists and is not empty; choose a new DIR")
+        raise StoreError(
+            ErrorCode.USAGE, f"{path} already exists and is not empty; choose a new DIR"
+        )
     ensure_dir(path)
 
 

@@ -2,16 +2,40 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    """Every code a :class:`StoreError` carries. They are part of the CLI's and the MCP server's
+    interface (``error[CODE]: message``): add codes, never rename one."""
+
+    INVALID_RECORD = "INVALID_RECORD"
+    INVALID_TRANSITION = "INVALID_TRANSITION"
+    NOT_FOUND = "NOT_FOUND"
+    FORGOTTEN = "FORGOTTEN"
+    READ_ONLY_SCOPE = "READ_ONLY_SCOPE"
+    READ_ONLY_RECORD = "READ_ONLY_RECORD"
+    SHARED_WRITE_UNCONFIRMED = "SHARED_WRITE_UNCONFIRMED"
+    REVISION_CONFLICT = "REVISION_CONFLICT"
+    STORE_TOO_LARGE = "STORE_TOO_LARGE"
+    UNSAFE_PATH = "UNSAFE_PATH"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    LOCK_TIMEOUT = "LOCK_TIMEOUT"
+    LOCK_LOST = "LOCK_LOST"
+    LOCK_FAILED = "LOCK_FAILED"
+    WRITE_FAILED = "WRITE_FAILED"
+    READ_FAILED = "READ_FAILED"
+    BUNDLE_INVALID = "BUNDLE_INVALID"
+    MISSING_EXTRA = "MISSING_EXTRA"
+    USAGE = "USAGE"
+
 
 class StoreError(Exception):
-    """A failure a user can act on: a stable ``code`` and a one-line ``message``.
+    """A failure a user can act on: a stable ``code`` (an :class:`ErrorCode`) and a one-line
+    ``message``."""
 
-    Codes: INVALID_RECORD, NOT_FOUND, READ_ONLY_SCOPE, READ_ONLY_RECORD, FORGOTTEN,
-    SHARED_WRITE_UNCONFIRMED, REVISION_CONFLICT, STORE_TOO_LARGE, UNSAFE_PATH, LOCK_TIMEOUT,
-    WRITE_FAILED, READ_FAILED, BUNDLE_INVALID, USAGE.
-    """
-
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str) -> None:
+        code = ErrorCode(code)
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = " ".join(message.split())

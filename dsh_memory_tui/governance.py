@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .model import (
     JS_WHITESPACE,
     Record,
@@ -78,8 +78,8 @@ def refused(record: Record, action: Action, now: int) -> StoreError | None:
     if why is None:
         return None
     if why is FORGOTTEN_WHY:
-        return StoreError("FORGOTTEN", f"{record.id} was forgotten; its content is gone")
-    return StoreError("INVALID_TRANSITION", f"cannot {action.value} {record.id}: {why}")
+        return StoreError(ErrorCode.FORGOTTEN, f"{record.id} was forgotten; its content is gone")
+    return StoreError(ErrorCode.INVALID_TRANSITION, f"cannot {action.value} {record.id}: {why}")
 
 
 def transition(
@@ -179,8 +179,8 @@ def keep_plan(record: Record, records: Iterable[Record], now: int) -> list[tuple
     why = keep_refusal(record, records, now)
     if why is not None:
         if why is FORGOTTEN_WHY:
-            raise StoreError("FORGOTTEN", f"{record.id} was forgotten; its content is gone")
-        raise StoreError("INVALID_TRANSITION", f"cannot keep {record.id}: {why}")
+            raise StoreError(ErrorCode.FORGOTTEN, f"{record.id} was forgotten; its content is gone")
+        raise StoreError(ErrorCode.INVALID_TRANSITION, f"cannot keep {record.id}: {why}")
     plan: list[tuple[Record, Action]] = []
     verification = record.governance.verification
     if verification is Verification.UNVERIFIED:

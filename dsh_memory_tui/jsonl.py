@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .lock import HostLock
 
 MAX_STORE_BYTES = 8 * 1024 * 1024
@@ -28,21 +28,23 @@ _CHUNK = 1 << 20
 
 
 def _unsafe(path: Path, why: str) -> StoreError:
-    return StoreError("UNSAFE_PATH", f"{path}: {why}; refusing to use it")
+    return StoreError(ErrorCode.UNSAFE_PATH, f"{path}: {why}; refusing to use it")
 
 
 def _io_error(path: Path, action: str, exc: OSError) -> StoreError:
     if exc.errno == errno.ELOOP:
         return _unsafe(path, "is a symlink")
     if exc.errno == errno.ENOSPC:
-        return StoreError("WRITE_FAILED", f"{path}: {action} failed: the disk is full")
+        return StoreError(ErrorCode.WRITE_FAILED, f"{path}: {action} failed: the disk is full")
     if exc.errno == errno.ENOTDIR:
         return _unsafe(path, "has a file where a directory belongs on its way")
     if exc.errno == errno.ENAMETOOLONG:
-        return StoreError("USAGE", f"{str(path)[:80]}...: the path is too long")
+        return StoreError(ErrorCode.USAGE, f"{str(path)[:80]}...: the path is too long")
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return StoreError("PERMISSION_DENIED", f"{path}: {action} failed: permission denied")
-    return StoreError("WRITE_FAILED", f"{path}: {action} failed: {exc.strerror or exc}")
+        return StoreError(
+            ErrorCode.PERMISSION_DENIED, f"{path}: {action} failed: permission denied"
+        )
+    return StoreError(ErrorCode.WRITE_FAILED, f"{path}: {action} failed: {exc.strerror or exc}")
 
 
 def check_path(path: Path) -> bool:
@@ -235,7 +237,7 @@ def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | Non
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _unsafe(path, "is a symlink") from None
-        raise StoreError("READ_FAILED", f"{path}: cannot open: {exc.strerror}") from None
+        raise StoreError(ErrorCode.READ_FAILED, f"{path}: cannot open: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -252,7 +254,7 @@ def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | Non
             pos += len(chunk)
         return st, b"".join(chunks)
     except OSError as exc:
-        raise StoreError("READ_FAILED", f"{path}: cannot read: {exc.strerror}") from None
+        raise StoreError(ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
 

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 
 STALE_AFTER_S = 60.0
 FILE_MODE = 0o600
@@ -81,13 +81,17 @@ def read_holder(lock_path: Path) -> tuple[Holder, tuple[int, int, int]] | None:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise StoreError(
-                "UNSAFE_PATH", f"{lock_path}: is a symlink; refusing to use it"
+                ErrorCode.UNSAFE_PATH, f"{lock_path}: is a symlink; refusing to use it"
             ) from None
-        raise StoreError("LOCK_FAILED", f"{lock_path}: cannot read: {exc.strerror}") from None
+        raise StoreError(
+            ErrorCode.LOCK_FAILED, f"{lock_path}: cannot read: {exc.strerror}"
+        ) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise StoreError("UNSAFE_PATH", f"{lock_path}: is not a regular file; refusing it")
+            raise StoreError(
+                ErrorCode.UNSAFE_PATH, f"{lock_path}: is not a regular file; refusing it"
+            )
         text = os.read(fd, 64)
     finally:
         os.close(fd)
@@ -122,11 +126,13 @@ class HostLock:
             return False
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise StoreError("UNSAFE_PATH", f"{self.path}: is a symlink; refusing it") from None
+                raise StoreError(
+                    ErrorCode.UNSAFE_PATH, f"{self.path}: is a symlink; refusing it"
+                ) from None
             if exc.errno == errno.ENOSPC:
-                raise StoreError("WRITE_FAILED", f"{self.path}: the disk is full") from None
+                raise StoreError(ErrorCode.WRITE_FAILED, f"{self.path}: the disk is full") from None
             raise StoreError(
-                "LOCK_FAILED", f"{self.path}: cannot create the lock: {exc.strerror}"
+                ErrorCode.LOCK_FAILED, f"{self.path}: cannot create the lock: {exc.strerror}"
             ) from None
         try:
             os.fchmod(fd, FILE_MODE)
@@ -141,8 +147,10 @@ class HostLock:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
             if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-                raise StoreError("WRITE_FAILED", f"{self.path}: the disk is full") from None
-            raise StoreError("LOCK_FAILED", f"{self.path}: cannot write the lock: {exc}") from None
+                raise StoreError(ErrorCode.WRITE_FAILED, f"{self.path}: the disk is full") from None
+            raise StoreError(
+                ErrorCode.LOCK_FAILED, f"{self.path}: cannot write the lock: {exc}"
+            ) from None
         self._fd = fd
         return True
 
@@ -192,7 +200,7 @@ class HostLock:
             else ""
         )
         raise StoreError(
-            "LOCK_TIMEOUT",
+            ErrorCode.LOCK_TIMEOUT,
             f"{self.path} is held by {holder.describe()} (waited {self.timeout_s:g} s; "
             f"DSH_LOCK_TIMEOUT sets the wait){hint}",
         )
@@ -218,7 +226,7 @@ class HostLock:
         """
         if not self.still_ours():
             raise StoreError(
-                "LOCK_LOST",
+                ErrorCode.LOCK_LOST,
                 f"{self.path} was taken over by another process while this one waited; "
                 "nothing was written, try again",
             )

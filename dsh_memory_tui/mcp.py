@@ -38,7 +38,7 @@ from .agent_view import (
     mark_used,
     served_files,
 )
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
 from .store import MemoryStore
 
@@ -93,7 +93,7 @@ LIST_DESCRIPTION = (
 def missing_extra(detail: str = "") -> StoreError:
     why = f" ({detail})" if detail else ""
     return StoreError(
-        "MISSING_EXTRA",
+        ErrorCode.MISSING_EXTRA,
         f"dsh-memory mcp needs the optional extra {EXTRA} ({SDK_REQUIREMENT}){why}: "
         f"pip install '{EXTRA}'",
     )
@@ -139,7 +139,7 @@ def tool_call_id(meta: Any) -> str | None:
 
 def _host_check(ok: bool, message: str) -> None:
     if not ok:
-        raise StoreError("INVALID_RECORD", message)
+        raise StoreError(ErrorCode.INVALID_RECORD, message)
 
 
 class MemoryServer:
@@ -428,7 +428,7 @@ def session_id_for(session: str | None) -> str:
     value = session or os.environ.get("DSH_SESSION_ID") or f"mcp-{uuid.uuid4()}"
     if not text_ok(value, MAX_ID_BYTES) or "|" in value:
         raise StoreError(
-            "USAGE",
+            ErrorCode.USAGE,
             f"session id {value!r} is not a usable id (1-256 bytes, no control character or '|')",
         )
     return value

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 
 SCHEMA_VERSION = 1
 MAX_TITLE_BYTES = 256
@@ -1044,9 +1044,9 @@ def checked(record: Record, location: Location | None = None) -> Record:
     try:
         result = parse_line(line, location)
     except RecordInvalid as exc:
-        raise StoreError("INVALID_RECORD", exc.reason) from None
+        raise StoreError(ErrorCode.INVALID_RECORD, exc.reason) from None
     if not isinstance(result, Record):
-        raise StoreError("INVALID_RECORD", "the record does not belong in this file")
+        raise StoreError(ErrorCode.INVALID_RECORD, "the record does not belong in this file")
     return record
 
 
@@ -1101,7 +1101,7 @@ def make_record(
             governance=Governance(**gov),
         )
     except ValidationError as exc:
-        raise StoreError("INVALID_RECORD", _first_error(exc)) from None
+        raise StoreError(ErrorCode.INVALID_RECORD, _first_error(exc)) from None
     return checked(record)
 
 
@@ -1138,4 +1138,4 @@ def next_revision(
     try:
         return checked(Record.model_validate(data))
     except ValidationError as exc:
-        raise StoreError("INVALID_RECORD", _first_error(exc)) from None
+        raise StoreError(ErrorCode.INVALID_RECORD, _first_error(exc)) from None

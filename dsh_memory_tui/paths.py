@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
 from .model import Location, Scope, session_file_stem, session_scope_key, user_id_problem
 
 MEMORY_DIR = "workspace-memory"
@@ -40,7 +40,7 @@ def resolve_user(user: str | None = None) -> str:
             value = str(os.getuid())
     problem = user_id_problem(value)
     if problem is not None:
-        raise StoreError("USAGE", f"user id {value!r} {problem}")
+        raise StoreError(ErrorCode.USAGE, f"user id {value!r} {problem}")
     return value
 
 
@@ -60,7 +60,7 @@ def lock_timeout() -> float:
         value = math.nan
     if not math.isfinite(value) or not 0 <= value <= MAX_LOCK_TIMEOUT:
         raise StoreError(
-            "USAGE",
+            ErrorCode.USAGE,
             f"DSH_LOCK_TIMEOUT={raw!r} is not a number of seconds from 0 to {MAX_LOCK_TIMEOUT:g}",
         )
     return value
@@ -148,7 +148,7 @@ class StorePaths:
             return self.shared_file()
         if scope is Scope.USER:
             return self.user_file()
-        raise StoreError("USAGE", "session scope needs a session id and a root id")
+        raise StoreError(ErrorCode.USAGE, "session scope needs a session id and a root id")
 
     def session_paths(self) -> list[Path]:
         """Every session file under the home, sorted by name (no I/O beyond a listing)."""

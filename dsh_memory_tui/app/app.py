@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, Tab, TabbedContent, TabPane
 
-from ..errors import StoreError
+from ..errors import ErrorCode, StoreError
 from ..governance import (
     ConflictIndex,
     conflict_rivals,
@@ -654,7 +654,7 @@ class MemoryApp(App[None]):
             view = self.index[r.id]
             if view.read_only:
                 return (
-                    "STORE_TOO_LARGE",
+                    ErrorCode.STORE_TOO_LARGE,
                     f"{view.path.name} is over 8 MiB and read-only; compact it (C) to write again",
                 )
         one = records[0]
@@ -664,21 +664,25 @@ class MemoryApp(App[None]):
                 return ("UNAVAILABLE", f"{action} works on one record; unmark the others")
             if action == "edit" and one.scope is Scope.SESSION:
                 return (
-                    "READ_ONLY_SCOPE",
+                    ErrorCode.READ_ONLY_SCOPE,
                     "session records are review material; copy one (c) to keep and edit it",
                 )
             if one.status is Status.FORGOTTEN:
-                return ("FORGOTTEN", f"{one.id} was forgotten; its content is gone")
+                return (ErrorCode.FORGOTTEN, f"{one.id} was forgotten; its content is gone")
             return None
         if action == "forget":
             if one.status is Status.FORGOTTEN:
-                return ("FORGOTTEN", f"{one.id} is forgotten already")
+                return (ErrorCode.FORGOTTEN, f"{one.id} is forgotten already")
             return None
         if action == "keep":
             why = keep_refusal(one, self._group_records(one), now)
             if why is None:
                 return None
-            code = "FORGOTTEN" if one.status is Status.FORGOTTEN else "INVALID_TRANSITION"
+            code = (
+                ErrorCode.FORGOTTEN
+                if one.status is Status.FORGOTTEN
+                else ErrorCode.INVALID_TRANSITION
+            )
             return (code, f"cannot keep {one.id}: {why}")
         if action == "pin":
             governed, records = self._pin_action(records)
@@ -752,7 +756,7 @@ class MemoryApp(App[None]):
                 write(confirmed)
             except StoreError as exc:
                 # A refused transition is the record's state, not a failure of the store.
-                severity = "warning" if exc.code == "INVALID_TRANSITION" else "error"
+                severity = "warning" if exc.code == ErrorCode.INVALID_TRANSITION else "error"
                 self.notify(exc.message, title=f"error[{exc.code}]", severity=severity, timeout=8)
             else:
                 if done:
@@ -1190,7 +1194,7 @@ def safe_text(text: str, limit: int = 40) -> str:
 def _with_hint(exc: StoreError, action: Action, record: Record) -> StoreError:
     """A refused verify of a stale record says which key does it."""
     if (
-        exc.code == "INVALID_TRANSITION"
+        exc.code == ErrorCode.INVALID_TRANSITION
         and action is Action.VERIFY
         and record.governance.verification is Verification.STALE
     ):

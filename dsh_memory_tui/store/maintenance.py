@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
+from ..errors import ErrorCode, StoreError
 from ..jsonl import check_dir, check_path, read_file
 from ..model import (
     ForeignLine,
@@ -184,13 +184,15 @@ def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> A
     """
     paths = store.paths
     if from_root is not None and from_root == paths.root_id:
-        raise StoreError("USAGE", f"{from_root} is this workspace's own rootId")
+        raise StoreError(ErrorCode.USAGE, f"{from_root} is this workspace's own rootId")
     with view.safe.locked() as lock:
         view.refresh()
         roots = other_roots(view, paths)
         if from_root is not None:
             if from_root not in roots:
-                raise StoreError("NOT_FOUND", f"{view.path} has no lines of {from_root} to adopt")
+                raise StoreError(
+                    ErrorCode.NOT_FOUND, f"{view.path} has no lines of {from_root} to adopt"
+                )
             roots = {from_root: roots[from_root]}
         result = AdoptResult(view.path)
         if not roots:
@@ -349,7 +351,7 @@ def check(store: MemoryStore, *, repair: bool = False) -> CheckReport:
         try:
             _check_file(store, file, repair, report)
         except StoreError as exc:
-            kind = "unsafe" if exc.code == "UNSAFE_PATH" else "unreadable"
+            kind = "unsafe" if exc.code == ErrorCode.UNSAFE_PATH else "unreadable"
             report.problems.append(Problem(file.path, None, kind, exc.message))
     return report
 
@@ -393,7 +395,7 @@ def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: Check
                 view.refresh()
                 torn_now = view.torn
         except StoreError as exc:
-            if exc.code != "LOCK_TIMEOUT":
+            if exc.code != ErrorCode.LOCK_TIMEOUT:
                 raise
             report.notes.append(f"{file.path}: a write is in progress (lock held)")
         if torn_now:

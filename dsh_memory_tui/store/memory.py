@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import StoreError
+from ..errors import ErrorCode, StoreError
 from ..governance import (
     Action,
     conflict_rivals,
@@ -157,7 +157,7 @@ class MemoryStore:
         if scope is Scope.SESSION:
             if session is None:
                 raise StoreError(
-                    "USAGE",
+                    ErrorCode.USAGE,
                     "session scope needs --session (and --root, which "
                     "defaults to this workspace's rootId)",
                 )
@@ -235,11 +235,11 @@ class MemoryStore:
             for line in view.future:
                 if line.id == record_id:
                     raise StoreError(
-                        "READ_ONLY_RECORD",
+                        ErrorCode.READ_ONLY_RECORD,
                         f"{record_id} was written by a newer host (schemaVersion "
                         f"{line.schema_version}); it is kept as it is and cannot be changed here",
                     )
-        raise StoreError("NOT_FOUND", f"no record {record_id} for user {self.user_id}")
+        raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id} for user {self.user_id}")
 
     def get(self, record_id: str) -> Record:
         return self.locate(record_id)[1]
@@ -261,7 +261,7 @@ class MemoryStore:
     def _require_confirmation(self, file: StoreFile, confirm_shared: bool) -> None:
         if file.scope is Scope.SHARED and not confirm_shared:
             raise StoreError(
-                "SHARED_WRITE_UNCONFIRMED",
+                ErrorCode.SHARED_WRITE_UNCONFIRMED,
                 f"writing to {file.path} changes what everyone sharing the project sees; "
                 "confirm it (--yes-shared)",
             )
@@ -306,7 +306,7 @@ class MemoryStore:
                     return [], WriteResult(existing.id, False, existing)
                 if len(refs) > MAX_SOURCE_REFS:
                     raise StoreError(
-                        "INVALID_RECORD",
+                        ErrorCode.INVALID_RECORD,
                         f"{existing.id} already has {len(existing.governance.sourceRefs)} "
                         "source refs; the host allows 32",
                     )
@@ -347,9 +347,9 @@ class MemoryStore:
         record_type = _enum(RecordType, record_type, "type")
         title, content = js_trim(title), content.strip("\n")
         if not title:
-            raise StoreError("INVALID_RECORD", "title is empty")
+            raise StoreError(ErrorCode.INVALID_RECORD, "title is empty")
         if not js_trim(content):
-            raise StoreError("INVALID_RECORD", "content is empty")
+            raise StoreError(ErrorCode.INVALID_RECORD, "content is empty")
         file = self.file_for(scope, session)
         tags = clean_tags(tags)
 
@@ -445,7 +445,7 @@ class MemoryStore:
         def build(view: FileView) -> tuple[list[Record], Record]:
             current = view.current.get(record_id)
             if current is None:
-                raise StoreError("NOT_FOUND", f"no record {record_id}")
+                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
             new = change(view, current)
             return ([new], new) if new is not None else ([], current)
 
@@ -471,11 +471,11 @@ class MemoryStore:
         changes: dict[str, Any] = {}
         if title is not None:
             if not js_trim(title):
-                raise StoreError("INVALID_RECORD", "title is empty")
+                raise StoreError(ErrorCode.INVALID_RECORD, "title is empty")
             changes["title"] = js_trim(title)
         if content is not None:
             if not js_trim(content):
-                raise StoreError("INVALID_RECORD", "content is empty")
+                raise StoreError(ErrorCode.INVALID_RECORD, "content is empty")
             changes["content"] = content.strip("\n")
         if record_type is not None:
             changes["type"] = _enum(RecordType, record_type, "type")
@@ -485,7 +485,7 @@ class MemoryStore:
         def change(view: FileView, current: Record) -> Record | None:
             if view.scope is Scope.SESSION:
                 raise StoreError(
-                    "READ_ONLY_SCOPE",
+                    ErrorCode.READ_ONLY_SCOPE,
                     "session records are review material: their title, content, type and tags "
                     "cannot be edited (copy it to another scope to keep and edit it)",
                 )
@@ -502,7 +502,7 @@ class MemoryStore:
     def _check_base(current: Record, base_revision: int | None) -> None:
         if base_revision is not None and current.governance.revision != base_revision:
             raise StoreError(
-                "REVISION_CONFLICT",
+                ErrorCode.REVISION_CONFLICT,
                 f"{current.id} is at revision {current.governance.revision}, not "
                 f"{base_revision}: someone changed it meanwhile; reload and try again",
             )
@@ -614,7 +614,7 @@ class MemoryStore:
         def build(view: FileView) -> tuple[list[Record], KeepResult]:
             current = view.current.get(record_id)
             if current is None:
-                raise StoreError("NOT_FOUND", f"no record {record_id}")
+                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
             self._check_base(current, base_revision)
             now = self.clock()
             plan = keep_plan(current, view.same_title(current.type, current.title), now)
@@ -651,7 +651,8 @@ class MemoryStore:
         """
         if file.scope not in (Scope.PROJECT, Scope.SHARED):
             raise StoreError(
-                "USAGE", "only project and shared-project files are keyed by a workspace's rootId"
+                ErrorCode.USAGE,
+                "only project and shared-project files are keyed by a workspace's rootId",
             )
         view = self.view(file)
         view.refresh()
@@ -673,7 +674,7 @@ class MemoryStore:
             view.refresh()
             current = view.current.get(record_id)
             if current is None:
-                raise StoreError("NOT_FOUND", f"no record {record_id}")
+                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
             self._check_base(current, base_revision)
             _not_forgotten(current)
             dead = tombstone(current, self.clock())
@@ -704,7 +705,7 @@ class MemoryStore:
         )
         if len(refs) > MAX_SOURCE_REFS:
             raise StoreError(
-                "INVALID_RECORD",
+                ErrorCode.INVALID_RECORD,
                 f"{source.id} has 32 source refs: no room to "
                 "name the original (the host allows 32)",
             )
@@ -749,9 +750,11 @@ def _enum(kind: type[T], value: Any, name: str) -> T:
         return kind(value)  # type: ignore[call-arg]
     except ValueError:
         allowed = ", ".join(m.value for m in kind)  # type: ignore[attr-defined]
-        raise StoreError("INVALID_RECORD", f"{name} {value!r} is not one of {allowed}") from None
+        raise StoreError(
+            ErrorCode.INVALID_RECORD, f"{name} {value!r} is not one of {allowed}"
+        ) from None
 
 
 def _not_forgotten(record: Record) -> None:
     if record.status is Status.FORGOTTEN:
-        raise StoreError("FORGOTTEN", f"{record.id} was forgotten; its content is gone")
+        raise StoreError(ErrorCode.FORGOTTEN, f"{record.id} was forgotten; its content is gone")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import StoreError
+from ..errors import ErrorCode, StoreError
 from ..jsonl import MAX_STORE_BYTES, read_file
 from ..lock import HostLock
 from ..model import (
@@ -45,7 +45,7 @@ class CompactResult:
 
 
 def too_large(view: FileView, why: str) -> StoreError:
-    return StoreError("STORE_TOO_LARGE", f"{view.path} {why}")
+    return StoreError(ErrorCode.STORE_TOO_LARGE, f"{view.path} {why}")
 
 
 def salvage_glued(raw: bytes, location: Location) -> tuple[bytes, Record] | None:

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from ...errors import StoreError
+from ...errors import ErrorCode, StoreError
 from ...model import (
     AUDIENCE_BY_SCOPE,
     MAX_CONTENT_BYTES,
@@ -182,7 +182,7 @@ class RecordForm(ModalScreen[str | None]):
         try:
             self.saver(self._result(), self.dismiss)
         except StoreError as exc:
-            if exc.code == "REVISION_CONFLICT" and self.record is not None:
+            if exc.code == ErrorCode.REVISION_CONFLICT and self.record is not None:
                 self._error(f"{exc.message}")
                 self.query_one("#conflict-bar").remove_class("hidden")
             else:
