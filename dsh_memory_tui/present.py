@@ -18,6 +18,62 @@ SHORT_ORIGIN = {
 }
 
 
+# Characters that would act on a terminal or reorder/hide text instead of being read: C0 and C1
+# controls, DEL, bidi embeddings/overrides/isolates/marks, zero-width characters, the BOM, and
+# the other invisible format characters a string can carry. ``visible`` replaces each with a
+# visible stand-in: ESC as "␛" (so a sequence reads "␛[8m"), other C0 controls as their control
+# picture ("␇"), everything else as a Python-style escape ("\u202e", "\x9b").
+_INVISIBLE = (
+    [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]
+    + [0x00AD, 0x061C, 0x180E, *range(0x200B, 0x2010), *range(0x202A, 0x202F)]
+    + [*range(0x2060, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC)]
+)
+
+
+def _stand_in(code: int) -> str:
+    if code == 0x1B:
+        return "\u241b"
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_VISIBLE = {code: _stand_in(code) for code in _INVISIBLE}
+_VISIBLE_MULTILINE = {k: v for k, v in _VISIBLE.items() if k not in (0x0A, 0x09)}
+_INVISIBLE_CHARS = frozenset(map(chr, _INVISIBLE))
+
+
+def visible(text: str, *, multiline: bool = False) -> str:
+    """``text`` as a person may safely read it in a terminal: every control, bidi and zero-width
+    character replaced by a visible stand-in (see ``_INVISIBLE``), so what is shown is every
+    character stored and nothing acts on the terminal. ``multiline`` keeps newlines and tabs
+    (a record's content); otherwise they are shown too (a title, a tag, an id, a path).
+    Not markup-escaped: callers that draw with Rich/Textual use ``Text``/``markup=False``.
+    """
+    return text.translate(_VISIBLE_MULTILINE if multiline else _VISIBLE)
+
+
+def hidden_characters(*texts: str, multiline: bool = False) -> int:
+    """How many characters of ``texts`` ``visible`` would replace (0: nothing to warn about)."""
+    keep = ("\n", "\t") if multiline else ()
+    return sum(1 for t in texts for ch in t if ch in _INVISIBLE_CHARS and ch not in keep)
+
+
+def record_hidden_characters(record: Record) -> int:
+    """The control/bidi/zero-width characters anywhere a person reads ``record``: id, title,
+    scope key, tags, content (newlines and tabs allowed there), provenance, review fields and
+    source refs."""
+    g, p = record.governance, record.provenance
+    one_line = [record.id, record.title, record.scopeKey, *record.tags]
+    for value in (p.sessionId, p.note, g.reviewNote, g.reviewedBy, g.conflictGroup):
+        if isinstance(value, str):
+            one_line.append(value)
+    one_line += [f"{r.kind}:{r.id}" for r in g.sourceRefs]
+    return hidden_characters(*one_line) + hidden_characters(record.content, multiline=True)
+
+
 def when(ms: int, fmt: str = "%Y-%m-%d %H:%M") -> str:
     """An epoch-millisecond time as UTC text."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)
