@@ -74,7 +74,7 @@ def project_file(home: Home) -> Path:
 def seed_digest_id(home: Home) -> str:
     """The id of the fixture's session digest (its scope part hashes the copy's rootId)."""
     sha16 = scope_key_sha16(f"session-abc|{root_id(home[1])}")
-    return f"memory:auto:fact:{sha16}:1899925c2fa2f12bdde45c62"
+    return f"memory:auto:fact:{sha16}:d3a86ce75c09053a2ad7668b"
 
 
 # The host's lock, taken by another process: O_CREAT|O_EXCL, its pid inside, unlinked after.

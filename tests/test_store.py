@@ -53,7 +53,7 @@ UUID_ID = re.compile(r"memory:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f
 def session_digest(store: MemoryStore) -> str:
     """The fixture session's auto-writer digest id (its scope part depends on the rootId)."""
     key = f"{FIXTURE_SESSION[0]}|{store.paths.root_id}"
-    return f"memory:auto:fact:{sha256_hex(key)[:16]}:1899925c2fa2f12bdde45c62"
+    return f"memory:auto:fact:{sha256_hex(key)[:16]}:d3a86ce75c09053a2ad7668b"
 
 
 def project_path(store: MemoryStore) -> Path:
