@@ -290,6 +290,13 @@ def build_server(memory: MemoryServer) -> Any:
         "anyOf": [{"type": "string", "enum": list(TYPES)}, {"type": "null"}],
         "default": None,
     }
+    OnlyScope = Annotated[
+        Any,
+        Field(
+            description="Only this scope: session, project, shared-project or user.",
+            json_schema_extra=optional_scope,
+        ),
+    ]
 
     @server.tool(
         PROPOSE_TOOL,
@@ -346,13 +353,7 @@ def build_server(memory: MemoryServer) -> Any:
         query: Annotated[
             Any, Field(description="What to look for (max 256 bytes).", json_schema_extra=text)
         ],
-        scope: Annotated[
-            Any,
-            Field(
-                description="Only this scope: session, project, shared-project or user.",
-                json_schema_extra=optional_scope,
-            ),
-        ] = None,
+        scope: OnlyScope = None,
         type: Annotated[
             Any,
             Field(
@@ -381,13 +382,7 @@ def build_server(memory: MemoryServer) -> Any:
         annotations=read_only("List verified workspace memory"),
     )
     def list_memory(
-        scope: Annotated[
-            Any,
-            Field(
-                description="Only this scope: session, project, shared-project or user.",
-                json_schema_extra=optional_scope,
-            ),
-        ] = None,
+        scope: OnlyScope = None,
     ) -> str:
         return run(lambda: memory.list_records(scope))
 
