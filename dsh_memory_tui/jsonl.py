@@ -83,11 +83,17 @@ def check_dir(path: Path) -> bool:
     return True
 
 
-def ensure_dir(path: Path, root: Path | None = None) -> None:
+def ensure_dir(path: Path, root: Path | None = None, dirs: list[Path] | None = None) -> None:
     """Create ``path`` and missing parents 0700 (whatever the umask), then check it, and with
     a ``root``, every directory between ``root`` and ``path`` too: a symlink there (a cloned
     project's ``.dsh -> elsewhere``) would send our writes outside the tree. ``UNSAFE_PATH``.
+    ``dirs``: ``dirs_to_check(path, root)``, when the caller keeps it.
     """
+    dirs = dirs_to_check(path, root) if dirs is None else dirs
+    if check_dir(path):  # the usual case: one lstat per directory
+        for directory in dirs[1:]:
+            check_dir(directory)
+        return
     missing: list[Path] = []
     p = path
     while not os.path.lexists(p):
@@ -101,7 +107,8 @@ def ensure_dir(path: Path, root: Path | None = None) -> None:
         except OSError as exc:
             raise _io_error(d, "creating the directory", exc) from None
         os.chmod(d, DIR_MODE)
-    check_dirs(path, root)
+    for directory in dirs:
+        check_dir(directory)
 
 
 def check_dirs(path: Path, root: Path | None = None) -> None:
@@ -129,8 +136,9 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _open_private(path: Path, flags: int) -> int:
-    """Open for writing with O_NOFOLLOW; a non-regular file is ``UNSAFE_PATH``.
+def _open_private(path: Path, flags: int) -> tuple[int, bool]:
+    """Open for writing with O_NOFOLLOW; a non-regular file is ``UNSAFE_PATH``. Returns the
+    descriptor and whether this call created the file.
 
     A file this call creates is 0600 whatever the umask; an existing file keeps its mode.
     """
@@ -159,7 +167,7 @@ def _open_private(path: Path, flags: int) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, created
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -175,8 +183,7 @@ def _append_synced(path: Path, data: bytes, action: str) -> tuple[int, os.stat_r
     """Append ``data`` to ``path`` (created 0600) and fsync; on any failure cut the file back
     to its old size and raise ``WRITE_FAILED``. Returns the start offset and the final stat.
     """
-    created = not check_path(path)
-    fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    fd, created = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         start = os.fstat(fd).st_size
         try:
@@ -205,7 +212,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     check_path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        fd, _ = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     except StoreError:
         raise
     try:
@@ -255,6 +262,61 @@ def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | Non
         return st, b"".join(chunks)
     except OSError as exc:
         raise StoreError(ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class LineCount:
+    """The non-blank lines of a file as far as it was read (``count_lines``)."""
+
+    identity: tuple[int, int]
+    size: int
+    mtime_ns: int
+    lines: int
+    open_line: bool  # the last line read has no newline yet (a partial or final entry)
+
+    @property
+    def total(self) -> int:
+        """Lines, the last one without a newline included."""
+        return self.lines + self.open_line
+
+
+def count_lines(path: Path, since: LineCount | None = None) -> LineCount | None:
+    """Count the non-blank lines of ``path`` (a quarantine file: one entry per line), reading
+    it in 1 MiB chunks so its size costs no memory. ``since``: an earlier count of the same
+    file; an unchanged file is one ``fstat``, a grown one is read from where that count ended.
+    None when the file is absent, unreadable or not a regular file (nothing is followed).
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        identity = (st.st_dev, st.st_ino)
+        lines, open_line, pos = 0, False, 0
+        if since is not None and since.identity == identity and since.size <= st.st_size:
+            if since.size == st.st_size and since.mtime_ns == st.st_mtime_ns:
+                return since
+            if since.size < st.st_size:  # appended to (a .corrupt only grows)
+                lines, open_line, pos = since.lines, since.open_line, since.size
+        while True:
+            chunk = os.pread(fd, _CHUNK, pos)
+            if not chunk:
+                break
+            pos += len(chunk)
+            *complete, rest = chunk.split(b"\n")
+            for line in complete:
+                if open_line or line.strip():
+                    lines += 1
+                open_line = False
+            open_line = open_line or bool(rest.strip())
+        return LineCount(identity, pos, st.st_mtime_ns, lines, open_line)
+    except OSError:
+        return None
     finally:
         os.close(fd)
 
@@ -406,6 +468,7 @@ class SafeFile:
         self.corrupt_path = path.with_name(path.name + ".corrupt")
         self.lock_timeout = lock_timeout
         self.lock = HostLock(self.lock_path, lock_timeout)
+        self._dirs = dirs_to_check(path.parent, root)  # pathlib once, not per write
 
     @property
     def paths(self) -> tuple[Path, Path, Path, Path]:
@@ -425,10 +488,10 @@ class SafeFile:
         timeout, never a hang.
 
         Creates the directory (0700) if needed; ``UNSAFE_PATH`` if any of the file's paths is
-        unsafe (checked before and after waiting for the lock).
+        unsafe: the directories before the lock, the lock path while taking it, the others
+        once it is held (nothing is written before that).
         """
-        ensure_dir(self.path.parent, self.root)
-        self.check_paths()
+        ensure_dir(self.path.parent, self.root, self._dirs)
         with self.lock.held():
             # A path might have been swapped for a link while we waited.
             self.check_paths()

@@ -160,6 +160,10 @@ class HostLock:
             st = os.lstat(self.path)
         except FileNotFoundError:
             return True
+        if not stat.S_ISREG(st.st_mode):
+            # A link or a FIFO never goes away by waiting: refuse it at once.
+            why = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise StoreError(ErrorCode.UNSAFE_PATH, f"{self.path}: is {why}; refusing to use it")
         if time.time() - st.st_mtime < STALE_AFTER_S:
             return False  # the usual case: one stat, no read
         found = read_holder(self.path)

@@ -45,3 +45,29 @@ def test_library_and_cli_load_without_textual():
 def test_model_touches_no_disk():
     forbidden = {"os", "pathlib", "shutil", "io", "tempfile", "filelock"}
     assert not imported_modules(PACKAGE / "model.py") & forbidden
+
+
+def test_the_cli_imports_only_what_its_commands_share():
+    """``dsh-memory`` pays at start only for what every command needs: the app, the MCP SDK
+    and the modules of single commands (export/import, auto-write, demo, mcp) load when their
+    command runs, and logging only with DSH_DEBUG.
+    """
+    lazy = (
+        "textual",
+        "rich",
+        "mcp",
+        "watchfiles",
+        "logging",
+        "dsh_memory_tui.app",
+        "dsh_memory_tui.mcp",
+        "dsh_memory_tui.bundle",
+        "dsh_memory_tui.autowriter",
+        "dsh_memory_tui.demo",
+    )
+    code = (
+        "import sys\n"
+        "import dsh_memory_tui.cli\n"
+        f"loaded = [m for m in {lazy!r} if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)

@@ -20,7 +20,14 @@ from pathlib import Path
 import pytest
 
 from dsh_memory_tui.errors import StoreError
-from dsh_memory_tui.jsonl import SafeFile, TailReader, check_path, read_file, write_atomic
+from dsh_memory_tui.jsonl import (
+    SafeFile,
+    TailReader,
+    check_path,
+    count_lines,
+    read_file,
+    write_atomic,
+)
 from dsh_memory_tui.lock import HostLock
 from dsh_memory_tui.model import Record, next_revision
 from dsh_memory_tui.store import FileView, MemoryStore
@@ -563,3 +570,38 @@ def test_a_partial_write_is_truncated_back_and_reported(fixture_home: tuple[Path
     assert code == "WRITE_FAILED"
     assert int(size) == len(before)
     assert path.read_bytes() == before
+
+
+# ---------------------------------------------------------------- counting quarantine entries
+
+
+def test_count_lines_counts_non_blank_lines_across_chunk_edges(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl.corrupt"
+    # Lines that straddle the 1 MiB chunk boundary, blank lines, and a last line without LF.
+    entry = b'{"line":1,"capturedAt":0,"raw":"' + b"x" * 1000 + b'"}\n'
+    data = entry * 1100 + b"\n  \n" + entry * 3 + b'{"line":9'
+    path.write_bytes(data)
+    got = count_lines(path)
+    assert got is not None and got.total == 1104 and got.lines == 1103 and got.open_line
+    assert got.total == sum(1 for line in data.split(b"\n") if line.strip())
+
+
+def test_count_lines_reads_only_what_was_appended_and_starts_over_when_replaced(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "f.jsonl.corrupt"
+    path.write_bytes(b"a\nb")
+    first = count_lines(path)
+    assert first is not None and first.total == 2
+    assert count_lines(path, first) is first  # unchanged: nothing read
+    with path.open("ab") as f:
+        f.write(b"c\nd\n")  # "b" gets the rest of its line: still one line
+    grown = count_lines(path, first)
+    assert grown is not None and grown.total == 3 and grown.size == 7
+    path.unlink()
+    path.write_bytes(b"z\n")
+    assert count_lines(path, grown).total == 1  # type: ignore[union-attr]
+    assert count_lines(tmp_path / "missing") is None
+    link = tmp_path / "link.corrupt"
+    link.symlink_to(path)
+    assert count_lines(link) is None  # never followed

@@ -733,3 +733,101 @@ def test_content_hash_is_sha256_of_the_utf8_content() -> None:
     assert content_hash("é") == "sha256:" + sha256_hex("é")
     # A lone surrogate is hashed as U+FFFD, as node encodes it.
     assert content_hash("a\ud800") == content_hash("a\ufffd")
+
+
+# ----------------------------------------------------------------------------- fast paths
+
+
+def _line_with(**changes: Any) -> bytes:
+    obj = good()
+    for key, value in changes.items():
+        target, _, field = key.rpartition("__")
+        (obj[target] if target else obj)[field] = value
+    obj["contentHash"] = content_hash(obj["content"])
+    return line(obj)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _line_with(title=" leading space"),
+        _line_with(content="\tindented"),
+        _line_with(title="ünïcode title", content="naïve — 😀"),
+        _line_with(content="a\\b \u2028 \t\r\n"),
+        _line_with(governance__conflictGroup=1.5, governance__reviewNote=[1e20, {"x": None}]),
+        _line_with(newField={"nested": [1, 2.5, "three"]}),
+        _line_with(content="NaN and Infinity in words"),
+    ],
+    ids=["space", "tab", "unicode", "escapes", "floats", "unknown", "words"],
+)
+def test_the_fast_path_and_the_hosts_order_agree_on_unusual_valid_lines(
+    raw: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = parse_line(raw, PROJECT)
+    monkeypatch.setattr(model, "FAST_PATH", False)
+    slow = parse_line(raw, PROJECT)
+    assert isinstance(fast, Record) and fast.to_json() == slow.to_json()
+
+
+def _records_for_json() -> list[Record]:
+    records: list[Record] = []
+    for raw in fixture_lines():
+        try:
+            parsed = parse_line(raw)
+        except RecordInvalid:
+            continue
+        if isinstance(parsed, Record):
+            records.append(parsed)
+    for raw in (
+        _line_with(title="ünïcode \u2028 title", content='quotes " and \\ and \t\r\n'),
+        _line_with(governance__conflictGroup=1e16, governance__reviewedAt=[0.5]),
+        _line_with(extra={"a": 1.0}),
+        _line_with(provenance__extra=True),
+    ):
+        records.append(parse_line(raw))
+    # A lone surrogate, which only the json module can print (escaped).
+    surrogate = good() | {"content": "\ud800 x"}
+    surrogate["contentHash"] = content_hash(surrogate["content"])
+    records.append(record_from_json(surrogate))
+    return records
+
+
+def test_records_json_prints_what_the_json_module_prints() -> None:
+    records = _records_for_json()
+    assert any(r.is_legacy for r in records)
+    expected = json.dumps([r.to_json() for r in records], ensure_ascii=False, indent=2)
+    assert model.records_json(records) == expected
+    for record in records:
+        one = json.dumps([record.to_json()], ensure_ascii=False, indent=2)
+        assert model.records_json([record]) == one
+    assert model.records_json([]) == "[]"
+
+
+def test_a_line_checked_once_is_not_parsed_again_but_still_checked_for_its_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = make_record(
+        scope=Scope.PROJECT,
+        scope_key=ROOT,
+        record_type=RecordType.FACT,
+        title="Checked once",
+        content="built here",
+        tags=[],
+        provenance=Provenance(kind=ProvenanceKind.AGENT),
+        origin=Origin.MODEL_SUGGESTED,
+        source_refs=[SourceRef(kind="session", id="s1")],
+    )
+    calls: list[bytes] = []
+    real = model.parse_line
+    monkeypatch.setattr(
+        model, "parse_line", lambda raw, loc=None: calls.append(raw) or real(raw, loc)
+    )
+    assert model.checked_line(record, PROJECT) == record.to_line()
+    assert calls == []
+    with pytest.raises(StoreError) as err:
+        model.checked_line(record, Location(Scope.PROJECT, OTHER_ROOT))
+    assert err.value.code == "INVALID_RECORD"
+    calls.clear()
+    record.title = "Changed since"  # another line: checked again
+    model.checked_line(record, PROJECT)
+    assert calls == [record.to_line()]

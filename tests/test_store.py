@@ -1340,3 +1340,18 @@ def test_the_conflict_index_opens_and_closes_groups_and_says_which_rows_changed(
     archived = alice_store.archive(second.id)
     assert index.update(archived) == {first.id, second.id}  # closed: one version left
     assert index.group(first.id) is None and index.members(first.id) == []
+
+
+def test_quarantine_counts_counts_each_files_corrupt_entries_as_they_grow(
+    alice_store: MemoryStore,
+) -> None:
+    project = alice_store.file_for("project")
+    corrupt = project.path.with_name(project.path.name + ".corrupt")
+    corrupt.unlink(missing_ok=True)
+    assert project.path not in alice_store.quarantine_counts()
+    corrupt.write_bytes(b'{"line":1,"capturedAt":0,"raw":"x"}\n\n{"line":2,"capturedAt":0,')
+    assert alice_store.quarantine_counts(Scope.PROJECT) == {project.path: 2}
+    with corrupt.open("ab") as f:
+        f.write(b'"raw":"y"}\n{"line":3,"capturedAt":0,"raw":"z"}\n')
+    assert alice_store.quarantine_counts()[project.path] == 3
+    assert alice_store.view(project).quarantined_lines() == 3

@@ -135,6 +135,7 @@ class MemoryStore:
         self.lock_timeout = lock_timeout() if lock_timeout_s is None else lock_timeout_s
         self.clock = clock
         self._views: dict[Path, FileView] = {}
+        self._scope_files: dict[Scope, StoreFile] = {}  # StorePaths never changes
 
     @classmethod
     def open(
@@ -162,7 +163,10 @@ class MemoryStore:
                     "defaults to this workspace's rootId)",
                 )
             return self.paths.session_file(session[0], session[1])
-        return self.paths.scope_file(scope)
+        file = self._scope_files.get(scope)
+        if file is None:
+            file = self._scope_files[scope] = self.paths.scope_file(scope)
+        return file
 
     def view(self, file: StoreFile) -> FileView:
         """The view of ``file`` (created on first use; call ``refresh`` to bring it up to date)."""
@@ -180,7 +184,7 @@ class MemoryStore:
         out: list[StoreFile] = []
         for s in (Scope.PROJECT, Scope.SHARED, Scope.USER):
             if scope in (None, s):
-                out.append(self.paths.scope_file(s))
+                out.append(self.file_for(s))
         if scope in (None, Scope.SESSION):
             known = {p: v.file for p, v in self._views.items() if v.scope is Scope.SESSION}
             for path in self.paths.session_paths():
@@ -196,6 +200,14 @@ class MemoryStore:
         if refresh:
             self.refresh(scope)
         return [self.view(f) for f in self.files(scope)]
+
+    def quarantine_counts(self, scope: Scope | None = None) -> dict[Path, int]:
+        """Each store file of ``scope`` (every scope when None) with entries in its
+        ``.corrupt``: data file path -> entries (``FileView.quarantined_lines``: streamed in
+        bounded chunks, cached by size and mtime). Files without any are left out.
+        """
+        counts = {f.path: self.view(f).quarantined_lines() for f in self.files(scope)}
+        return {path: n for path, n in counts.items() if n}
 
     # ----------------------------------------------------------------- reading
 
@@ -297,8 +309,14 @@ class MemoryStore:
         matches another record of its type (other content) gets their conflict group.
         """
 
+        # Built and checked before the lock, which is then held for the append alone. A
+        # session file found on disk learns its scopeKey under the lock: built there then.
+        self._require_confirmation(file, confirm_shared)
+        early = make(file.scope_key) if file.scope_key is not None else None
+
         def build(view: FileView) -> tuple[list[Record], WriteResult]:
-            record = make(view.scope_key or file.scope_key or "")
+            key = view.scope_key or file.scope_key or ""
+            record = early if early is not None and early.scopeKey == key else make(key)
             existing = view.find_duplicate(record.type, record.contentHash)
             if existing is not None:
                 refs = merge_refs(existing.governance.sourceRefs, record.governance.sourceRefs)

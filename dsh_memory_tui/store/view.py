@@ -12,7 +12,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..jsonl import MAX_STORE_BYTES, SafeFile, TailReader, check_dir, dirs_to_check
+from ..jsonl import (
+    MAX_STORE_BYTES,
+    LineCount,
+    SafeFile,
+    TailReader,
+    check_dir,
+    count_lines,
+    dirs_to_check,
+)
 from ..model import (
     ForeignLine,
     FutureLine,
@@ -97,6 +105,8 @@ class FileView:
         self.safe = SafeFile(file.path, timeout, file.root)
         self.reader = TailReader(file.path)
         self._dirs = dirs_to_check(file.path.parent, file.root)  # pathlib once, not per read
+        self._location: tuple[StoreFile, str | None, Location] | None = None
+        self._quarantine: LineCount | None = None
         self.epoch = 0
         self._clear()
 
@@ -106,7 +116,8 @@ class FileView:
         self.current: dict[str, Record] = {}
         # contentHash -> the id (or ids) that had it when current; checked again on lookup.
         # A plain id for the usual single one: a list per record would cost memory and GC time.
-        self._by_hash: dict[str, str | list[str]] = {}
+        # Made on the first write that needs it, like ``_titles`` (readers never do).
+        self._by_hash: dict[str, str | list[str]] | None = None
         self._expiring: dict[str, int] = {}  # verified ids with an expiresAt still ahead
         self._line_of_view: dict[str, Record] = {}  # the line behind an expired view
         # (type, title key) -> ids: made on the first write that needs it (readers never do).
@@ -150,19 +161,24 @@ class FileView:
 
     @property
     def location(self) -> Location:
-        loc = self.file.location
-        if loc.scope_key is None and self.scope_key is not None:
-            return Location(loc.scope, self.scope_key, loc.stem)
-        return loc
+        cached = self._location
+        if cached is None or cached[0] is not self.file or cached[1] != self.scope_key:
+            loc = self.file.location
+            if loc.scope_key is None and self.scope_key is not None:
+                loc = Location(loc.scope, self.scope_key, loc.stem)
+            self._location = cached = (self.file, self.scope_key, loc)
+        return cached[2]
 
-    def refresh(self) -> FileChange:
+    def refresh(self, *, check_dirs: bool = True) -> FileChange:
         """Parse what was appended since the last refresh (everything after a replace).
 
         ``UNSAFE_PATH`` when a directory on the way to the file is a symlink (or not one):
-        reads refuse what writes refuse.
+        reads refuse what writes refuse. ``check_dirs=False``: the caller just checked them
+        (a writer, under the lock).
         """
-        for directory in self._dirs:
-            check_dir(directory)
+        if check_dirs:
+            for directory in self._dirs:
+                check_dir(directory)
         tail = self._tail
         chunk = self.reader.read_new()
         lines, first = chunk.lines, chunk.first_line_no
@@ -225,6 +241,15 @@ class FileView:
             self._tail = _Tail(data, line_no)
             self._note(ParsedLine(0, 0, data, parsed), line_no, change)
 
+    def quarantined_lines(self) -> int:
+        """Entries in this file's ``.corrupt`` (lines the host or we quarantined), read in
+        bounded chunks and cached by the file's identity, size and mtime: an unchanged file
+        costs one ``fstat``, a grown one only its new bytes. 0 when there is none (or it is
+        not a regular file: nothing is followed).
+        """
+        self._quarantine = count_lines(self.safe.corrupt_path, self._quarantine)
+        return self._quarantine.total if self._quarantine else 0
+
     @property
     def unterminated_record(self) -> bool:
         """The file ends in a valid record without a newline (ours will add one first)."""
@@ -280,7 +305,7 @@ class FileView:
                 self._expiring.pop(rid, None)
             else:
                 self._expiring[rid] = g.expiresAt
-        else:
+        elif self._expiring:
             self._expiring.pop(rid, None)
         titles = self._titles
         if titles is not None:
@@ -288,15 +313,8 @@ class FileView:
                 titles.get((current.type, title_key(current.title)), set()).discard(rid)
             titles.setdefault((record.type, title_key(record.title)), set()).add(rid)
         self.current[rid] = record
-        h = record.contentHash
-        ids = self._by_hash.get(h)
-        if ids is None:
-            self._by_hash[h] = rid
-        elif isinstance(ids, str):
-            if ids != rid:
-                self._by_hash[h] = [ids, rid]
-        elif rid not in ids:
-            ids.append(rid)
+        if self._by_hash is not None:
+            _index_hash(self._by_hash, record.contentHash, rid)
 
     def history(self, record_id: str) -> list[Record]:
         """Every line of the id still in the file, oldest first (file order)."""
@@ -306,6 +324,10 @@ class FileView:
         """A current, not forgotten record with the same type and content (the host merges
         a new record into it).
         """
+        if self._by_hash is None:
+            self._by_hash = {}
+            for rid, r in self.current.items():
+                _index_hash(self._by_hash, r.contentHash, rid)
         ids = self._by_hash.get(hash_, ())
         for rid in (ids,) if isinstance(ids, str) else ids:
             record = self.current[rid]
@@ -331,6 +353,17 @@ class FileView:
             for rid, r in self.current.items():
                 self._titles.setdefault((r.type, title_key(r.title)), set()).add(rid)
         return [self.current[rid] for rid in self._titles.get((record_type, title_key(title)), ())]
+
+
+def _index_hash(by_hash: dict[str, str | list[str]], hash_: str, rid: str) -> None:
+    ids = by_hash.get(hash_)
+    if ids is None:
+        by_hash[hash_] = rid
+    elif isinstance(ids, str):
+        if ids != rid:
+            by_hash[hash_] = [ids, rid]
+    elif rid not in ids:
+        ids.append(rid)
 
 
 class _Versions(Mapping[str, list[Record]]):

@@ -20,7 +20,7 @@ from ..model import (
     Record,
     RecordInvalid,
     Status,
-    checked,
+    checked_line,
     decode_js,
     parse_line,
     parse_lines,
@@ -76,7 +76,7 @@ def write(
     """
     view.refresh()  # catch up before the lock: under it, only the last lines are left
     with view.safe.locked() as lock:
-        view.refresh()
+        view.refresh(check_dirs=False)  # locked() has just checked them
         records, result = build(view)
         if records:
             append(view, lock, records, clock=clock, migrate=migrate)
@@ -96,7 +96,7 @@ def append(
     would not fit even then is refused before anything is touched (``STORE_TOO_LARGE``).
     """
     location = view.location
-    data = b"".join(checked(r, location).to_line() for r in records)
+    data = b"".join(checked_line(r, location) for r in records)
     if view.read_only:
         raise too_large(view, "is over 8 MiB and read-only; run `dsh-memory compact`")
     if view.corrupt or view.torn or view.size + len(data) > MAX_STORE_BYTES:
@@ -202,7 +202,7 @@ def rewrite(
     new_data = b"".join(line + b"\n" for line in keep)
     if forget is not None:
         new_data += forget.to_line()
-    new_data += b"".join(checked(r, location).to_line() for r in extra)
+    new_data += b"".join(checked_line(r, location) for r in extra)
     if len(new_data) > max_bytes:
         raise too_large(view, "would pass 8 MiB even after compaction; nothing was written")
     lock.ensure_ours()
