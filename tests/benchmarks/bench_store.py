@@ -17,6 +17,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +39,7 @@ from dsh_memory_tui.model import (  # noqa: E402
     SourceRef,
     make_record,
 )
-from dsh_memory_tui.paths import workspace_root_id  # noqa: E402
+from dsh_memory_tui.paths import StorePaths, workspace_root_id  # noqa: E402
 from dsh_memory_tui.store import FileView, MemoryStore  # noqa: E402
 
 WORDS = [
@@ -83,12 +84,16 @@ def best(fn: Callable[[], object], rounds: int = ROUNDS) -> float:
     return min(times)
 
 
-def realistic_line(i: int, workspace: str, rng: random.Random, size: int) -> bytes:
-    """A project proposal of about ``size`` bytes, as the agent writes them."""
+def realistic_line(
+    i: int, workspace: str, rng: random.Random, size: int, scope: Scope = Scope.PROJECT
+) -> bytes:
+    """A proposal of about ``size`` bytes, as the agent writes them (``workspace``: the
+    file's scopeKey).
+    """
 
     def make(content: str) -> bytes:
         return make_record(
-            scope=Scope.PROJECT,
+            scope=scope,
             scope_key=workspace,
             record_type=rng.choice(list(RecordType)),
             title=f"Observation {i}: " + " ".join(rng.choices(WORDS, k=6)),
@@ -117,19 +122,24 @@ def realistic_line(i: int, workspace: str, rng: random.Random, size: int) -> byt
 
 def build_file(workspace: Path, target: int, size: int) -> Path:
     workspace.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(7)
     path = workspace / ".dsh" / "workspace-memory" / "records.jsonl"
-    path.parent.mkdir(parents=True, mode=0o700)
+    fill(path, Scope.PROJECT, workspace_root_id(workspace), target, size)
+    return path
+
+
+def fill(path: Path, scope: Scope, scope_key: str, target: int, size: int) -> None:
+    """Write ``path``: records of ``scope`` and ``scope_key``, up to ``target`` bytes."""
+    rng = random.Random(7)
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
     out = bytearray()
     i = 0
     while True:
-        line = realistic_line(i, workspace_root_id(workspace), rng, size)
+        line = realistic_line(i, scope_key, rng, size, scope)
         if len(out) + len(line) > target:
             break
         out += line
         i += 1
     path.write_bytes(bytes(out))
-    return path
 
 
 def fresh_view(store: MemoryStore) -> FileView:
@@ -266,6 +276,34 @@ def measure_memory(store: MemoryStore, path: Path) -> dict[str, float]:
     return {"mem_per_record": held / n, "bytes_per_record": path.stat().st_size / n}
 
 
+def measure_four_files(base: Path, size: int) -> dict[str, float]:
+    """Peak RSS of a fresh process that loads four 8 MiB files (project, shared-project,
+    user, a session) through ``MemoryStore.records``: everything the app holds for them.
+    """
+    home, workspace = base / "four-home", base / "four-ws"
+    workspace.mkdir(mode=0o700)
+    paths = StorePaths(home, workspace, "alice")
+    session = paths.session_file("sess-1")
+    for file in (paths.project_file(), paths.shared_file(), paths.user_file(), session):
+        fill(file.path, file.scope, file.scope_key or "", MAX_STORE_BYTES, size)
+    code = (
+        "import resource, sys\n"
+        "from dsh_memory_tui.store import MemoryStore\n"
+        "store = MemoryStore.open(sys.argv[1], sys.argv[2], 'alice')\n"
+        "n = len(store.records(include_inactive=True))\n"
+        "print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(home), str(workspace)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    records, rss_kib = done.stdout.split()
+    return {"four_records": int(records), "four_rss": int(rss_kib) * 1024}
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -285,6 +323,7 @@ def main() -> None:
         tail = measure_tail(store, path, random.Random(3))
         path.write_bytes(path.read_bytes()[: load["bytes"]])  # back to the measured file
         memory = measure_memory(store, path)
+        four = measure_four_files(base, args.record_bytes)
         prim = measure_primitives(base)
         appends = measure_appends(base, args.workers, args.appends)
     finally:
@@ -317,6 +356,12 @@ def main() -> None:
             f"{memory['mem_per_record'] / memory['bytes_per_record']:.2f}x",
             "<= 4.00x",
             f"{memory['mem_per_record']:.0f} B per {memory['bytes_per_record']:.0f}-byte record",
+        ),
+        (
+            "peak RSS, four 8 MiB files loaded",
+            f"{four['four_rss'] / 1e6:.0f} MB",
+            "< 300 MB",
+            f"{four['four_records']} records in one process (project, shared, user, session)",
         ),
         (
             "host lock acquire+release; fsync (reference)",
