@@ -21,8 +21,10 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import compress
+from json.scanner import make_scanner
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -54,14 +56,13 @@ from .paths import StoreFile
 from .store import FileView, MemoryStore, Session
 from .store.view import gc_paused as _gc_paused
 
-MAX_BUNDLE_BYTES = 64 * 1024 * 1024
-# Ours, larger than the host's: every store file is at most 8 MiB, and an export of all of them
-# (several sessions, profiles, scopes) must import here again.
-MAX_BUNDLE_RECORDS = 100_000
-# The host's import limits (``MEMORY_MAX_FILE_BYTES``, ``MEMORY_MAX_IMPORT_RECORDS``): an export
-# past them says so, since the host would refuse it.
+# The host's import limits (``MEMORY_MAX_FILE_BYTES``, ``MEMORY_MAX_IMPORT_RECORDS``), and ours:
+# they bound what a hostile bundle can make an import plan (or the app) do. Past either, a
+# bundle is refused before a single record is built; an export past them says so.
 HOST_MAX_BUNDLE_BYTES = 8 * 1024 * 1024
 HOST_MAX_RECORDS = 10_000
+MAX_BUNDLE_BYTES = HOST_MAX_BUNDLE_BYTES
+MAX_BUNDLE_RECORDS = HOST_MAX_RECORDS
 FORMATS = ("json", "markdown")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # Deeper than any record needs (a sourceRef sits at level 6); unknown fields are kept and
@@ -96,10 +97,13 @@ class ExportResult:
         if self.size > HOST_MAX_BUNDLE_BYTES:
             return (
                 f"{self.size} bytes: the host imports bundles of at most "
-                f"{HOST_MAX_BUNDLE_BYTES} bytes (8 MiB)"
+                f"{HOST_MAX_BUNDLE_BYTES} bytes (8 MiB), and so does dsh-memory import"
             )
         if self.count > HOST_MAX_RECORDS:
-            return f"{self.count} records: the host imports at most {HOST_MAX_RECORDS}"
+            return (
+                f"{self.count} records: the host imports at most {HOST_MAX_RECORDS}, "
+                "and so does dsh-memory import"
+            )
         return None
 
 
@@ -220,6 +224,8 @@ def export_bundle(
         raise StoreError(ErrorCode.USAGE, f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     out_path = Path(out)
     _refuse_store_dir(store, out_path)
+    if not out_path.parent.is_dir():  # else the error would name our temporary file
+        raise StoreError(ErrorCode.USAGE, f"no such directory: {out_path.parent}")
     corrupt = future = 0
     per_file: list[tuple[list[Record], dict[str, str]]] = []
     for file in _export_files(store, scopes, session):
@@ -355,6 +361,12 @@ def markdown_text(records: Iterable[Record]) -> str:
 _SECTION_BREAK = re.compile(r"\r?\n---[ \t]*\r?\n")
 _JS_SPACE = f"[{re.escape(JS_WHITESPACE)}]"
 # JS /^([A-Za-z-]+):\s*(.*)$/u: ``.`` stops at line terminators, ``$`` is the end of input.
+# Exactly the sections ``_parse_section`` finds a title in: the first line that is not blank,
+# trimmed, is ``# `` and more than white space. Tested in C, so a file of a million untitled
+# sections costs no Python per section.
+_TITLED = re.compile(
+    f"{_JS_SPACE}*# [{re.escape(JS_WHITESPACE.replace(chr(10), ''))}]*[^{re.escape(JS_WHITESPACE)}]"
+)
 _META = re.compile(f"([A-Za-z-]+):{_JS_SPACE}*([^\n\r\u2028\u2029]*)")
 _TYPES = tuple(t.value for t in RecordType)
 
@@ -371,21 +383,27 @@ class MarkdownSection:
     meta: dict[str, str]
 
 
-def parse_markdown(text: str) -> tuple[int, list[MarkdownSection | InvalidEntry]]:
+def parse_markdown(
+    text: str, *, limit: int | None = None
+) -> tuple[int, list[MarkdownSection | InvalidEntry]]:
     """The host's ``importMemoryMarkdown`` parse of ``text``: the number of ``---``-separated
     sections, and each section with a ``# title`` (others are skipped, as the host skips
     them) as a ``MarkdownSection`` or, where the host's parser throws, an ``InvalidEntry``
     with its message (no content, an unknown type). The host's own export of nothing (``#
     Workspace Memory`` / ``(empty)``) is no section at all (the host would import it as one).
+    With ``limit``, it stops at the section after the ``limit``-th (the host refuses such a
+    file as a whole), so a huge file costs no more than ``limit`` sections.
     """
     if js_trim(text).replace("\r\n", "\n") == js_trim(MARKDOWN_EMPTY):
         return 0, []
-    parts = _SECTION_BREAK.split(text)
     out: list[MarkdownSection | InvalidEntry] = []
-    for index, part in enumerate(parts):
-        section = _parse_section(index, part)
+    parts = _SECTION_BREAK.split(text)
+    for index in compress(range(len(parts)), map(_TITLED.match, parts)):
+        section = _parse_section(index, parts[index])
         if section is not None:
             out.append(section)
+            if limit is not None and len(out) > limit:
+                break
     return len(parts), out
 
 
@@ -484,7 +502,9 @@ def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
 
 
 def _too_big(label: str, size: int) -> StoreError:
-    return _invalid(f"{label}: {size} bytes is larger than the 64 MiB a bundle may have")
+    return _invalid(
+        f"{label}: {size} bytes is larger than the 8 MiB a bundle may have (the host's limit)"
+    )
 
 
 def _read_file(path: Path) -> bytes:
@@ -566,17 +586,113 @@ class _Bundle(BaseModel):
     """
 
     model_config = ConfigDict(extra="allow")
-    schemaVersion: Literal[1]
+    # Not Literal[1]: pydantic takes ``true`` for it. A strict int refuses ``1.0``, which the
+    # slow path then accepts (``JSON.parse`` makes it 1, and the host takes it).
+    schemaVersion: int
     # fail_fast: a bundle of many bad records fails at the first one, without collecting the
     # errors of every other one (that took seconds); the slow path then says which and why.
     records: Annotated[list[Record], Field(fail_fast=True)]
+
+
+_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_SCAN = make_scanner(_JSON)
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_TOP_LEVEL_TYPES = {
+    "[": "list",
+    '"': "string",
+    "t": "boolean",
+    "f": "boolean",
+    "n": "null",
+    "-": "number",
+    **dict.fromkeys("0123456789", "number"),
+}
+# A valid record holds a few dozen objects and lists. A bundle with more of them than this per
+# record allowed is left to the bounded reader: pydantic's reader would first build a tree of
+# every one of them (a million ``{}``: hundreds of MB) before seeing how many records there are.
+_FAST_PATH_CONTAINERS = 64 * MAX_BUNDLE_RECORDS
+
+
+class _NotPlain(Exception):
+    """The bounded reader met something it leaves to ``json.loads`` (an error, most likely)."""
+
+
+def _loads_bounded(text: str, label: str) -> Any:
+    """``json.loads`` of a bundle, reading the top-level object's ``records`` list one entry
+    at a time: past ``MAX_BUNDLE_RECORDS`` entries it stops (BUNDLE_INVALID) before building
+    the rest. Anything else (not an object, bad JSON) is read by ``json.loads`` itself, for
+    its messages.
+    """
+    space = _JSON_SPACE.match
+    pos = space(text, 0).end()
+    top = _TOP_LEVEL_TYPES.get(text[pos : pos + 1])
+    if top is not None:  # said without reading it: a list of a million values costs nothing
+        raise _invalid(f"{label}: the top level is a JSON {top}, not an object")
+    try:
+        if not text.startswith("{", pos):
+            raise _NotPlain
+        obj: dict[str, Any] = {}
+        pos = space(text, pos + 1).end()
+        if text.startswith("}", pos):
+            pos += 1
+        else:
+            while True:
+                key, pos = _SCAN(text, pos)
+                if not isinstance(key, str):
+                    raise _NotPlain
+                pos = space(text, pos).end()
+                if not text.startswith(":", pos):
+                    raise _NotPlain
+                pos = space(text, pos + 1).end()
+                if key == "records" and text.startswith("[", pos):
+                    obj[key], pos = _records_bounded(text, pos, label)
+                else:
+                    obj[key], pos = _SCAN(text, pos)  # the last of a repeated key wins
+                pos = space(text, pos).end()
+                if text.startswith("}", pos):
+                    pos += 1
+                    break
+                if not text.startswith(",", pos):
+                    raise _NotPlain
+                pos = space(text, pos + 1).end()
+        if space(text, pos).end() != len(text):
+            raise _NotPlain
+        return obj
+    except (_NotPlain, StopIteration, ValueError, RecursionError):
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _records_bounded(text: str, pos: int, label: str) -> tuple[list[Any], int]:
+    """The JSON list at ``text[pos]`` and the position after it; BUNDLE_INVALID at its
+    ``MAX_BUNDLE_RECORDS + 1``-th entry."""
+    space = _JSON_SPACE.match
+    entries: list[Any] = []
+    pos = space(text, pos + 1).end()
+    if text.startswith("]", pos):
+        return entries, pos + 1
+    while True:
+        entry, pos = _SCAN(text, pos)
+        entries.append(entry)
+        if len(entries) > MAX_BUNDLE_RECORDS:
+            raise _too_many(label)
+        pos = space(text, pos).end()
+        if text.startswith("]", pos):
+            return entries, pos + 1
+        if not text.startswith(",", pos):
+            raise _NotPlain
+        pos = space(text, pos + 1).end()
+
+
+def _is_version_1(value: Any) -> bool:
+    """The host's ``schemaVersion === 1`` after ``JSON.parse``: ``1``, ``1.0`` and ``10e-1``
+    are the number 1 there; ``true`` and ``"1"`` are not."""
+    return type(value) in (int, float) and value == SCHEMA_VERSION
 
 
 def _parse_json(text: str, label: str) -> dict[str, Any]:
     """The bundle as plain JSON: an object with schemaVersion 1 and a ``records`` list,
     or BUNDLE_INVALID saying what is wrong and where."""
     try:
-        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        obj = _loads_bounded(text, label)
     except json.JSONDecodeError as exc:
         raise _invalid(
             f"{label}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
@@ -588,7 +704,7 @@ def _parse_json(text: str, label: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise _invalid(f"{label}: the top level is a JSON {_json_type(obj)}, not an object")
     version = obj.get("schemaVersion")
-    if type(version) is not int or version != SCHEMA_VERSION:
+    if not _is_version_1(version):
         shown = "missing" if "schemaVersion" not in obj else json.dumps(version)
         raise _invalid(
             f"{label}: schemaVersion is {shown}; this tool reads bundles of schemaVersion 1"
@@ -605,8 +721,12 @@ def _read_bundle(data: bytes, label: str) -> tuple[list[Any], dict[str, Any]]:
     otherwise) and its other top-level fields. BUNDLE_INVALID for a bad bundle."""
     text = _decode(data, label)
     try:
+        if text.count("{") + text.count("[") > _FAST_PATH_CONTAINERS:
+            raise ValueError("too many values for the fast path")
         fast = _Bundle.model_validate_json(text, strict=True)
-    except ValidationError:
+        if fast.schemaVersion != SCHEMA_VERSION:
+            raise ValueError("not schemaVersion 1: the slow path says so")
+    except (ValidationError, ValueError):
         obj = _parse_json(text, label)
         entries: list[Any] = obj.pop("records")
         del obj["schemaVersion"]
@@ -614,14 +734,17 @@ def _read_bundle(data: bytes, label: str) -> tuple[list[Any], dict[str, Any]]:
     else:
         entries, others = fast.records, fast.model_extra or {}
     if len(entries) > MAX_BUNDLE_RECORDS:
-        raise _too_many(label, len(entries))
+        raise _too_many(label)
     for key, value in others.items():
         _check_value(value, 1, label, repr(key))
     return entries, others
 
 
-def _too_many(label: str, n: int) -> StoreError:
-    return _invalid(f"{label}: {n} records is more than the {MAX_BUNDLE_RECORDS} a bundle may hold")
+def _too_many(label: str) -> StoreError:
+    return _invalid(
+        f"{label}: more than {MAX_BUNDLE_RECORDS} records; a bundle may hold at most "
+        f"{MAX_BUNDLE_RECORDS} (the host's limit)"
+    )
 
 
 def _json_type(value: Any) -> str:
@@ -782,9 +905,10 @@ def plan_import(
     forgotten record of the target, or as an earlier record of the bundle) or invalid (with
     its reason). Writes nothing.
 
-    Raises BUNDLE_INVALID when the bundle itself is bad (unreadable, over 64 MiB or 100,000
-    records, not UTF-8; JSON: not a JSON object, schemaVersion not 1, ``records`` not a list,
-    nested deeper than 64 levels; Markdown: no ``# title`` section);
+    Raises BUNDLE_INVALID when the bundle itself is bad (unreadable; over the host's 8 MiB or
+    10,000 records, found before the records are built; not UTF-8; JSON: not a JSON object,
+    schemaVersion not the number 1, ``records`` not a list, nested deeper than 64 levels;
+    Markdown: no ``# title`` section);
     USAGE for a session target without ``session`` or an unknown ``fmt``; UNSAFE_PATH or
     READ_FAILED when the target file cannot be read.
     """
@@ -844,11 +968,11 @@ def _classify_markdown(
     (the host's own Markdown import writes no ref, so it cannot store what it did not author).
     """
     label = plan.source
-    total, sections = parse_markdown(_decode(data, label))
+    total, sections = parse_markdown(_decode(data, label), limit=MAX_BUNDLE_RECORDS)
     if total and not sections:
         raise _invalid(f"{label}: Memory import contains no records: no '# title' section")
     if len(sections) > MAX_BUNDLE_RECORDS:
-        raise _too_many(label, len(sections))
+        raise _too_many(label)
     plan.total = len(sections)
     note = _note(label)
     for section in sections:
@@ -911,6 +1035,17 @@ def _markdown_record(section: MarkdownSection, plan: ImportPlan, note: str, now:
 # ------------------------------------------------------------------------- import: apply
 
 
+def check_strict(plan: ImportPlan) -> None:
+    """BUNDLE_INVALID if the plan lists an invalid record: what ``--strict`` refuses, so a
+    dry run can check a bundle (``dsh-memory import --dry-run --strict`` in CI)."""
+    if plan.invalid:
+        bad = plan.invalid[0]
+        raise _invalid(
+            f"{plan.source}: {len(plan.invalid)} invalid record(s) and --strict, so nothing was "
+            f"imported; first: {plan.where(bad.index)} ({bad.id or 'no id'}): {bad.reason}"
+        )
+
+
 def apply_import(
     store: MemoryStore,
     plan: ImportPlan,
@@ -926,12 +1061,8 @@ def apply_import(
     STORE_TOO_LARGE (the batch would pass 8 MiB), LOCK_TIMEOUT, UNSAFE_PATH, WRITE_FAILED;
     after any error nothing was written.
     """
-    if strict and plan.invalid:
-        bad = plan.invalid[0]
-        raise _invalid(
-            f"{plan.source}: {len(plan.invalid)} invalid record(s) and --strict, so nothing was "
-            f"imported; first: {plan.where(bad.index)} ({bad.id or 'no id'}): {bad.reason}"
-        )
+    if strict:
+        check_strict(plan)
     result = ImportResult(plan.target, [], list(plan.duplicates), list(plan.invalid))
     if not plan.new:
         return result
@@ -973,6 +1104,7 @@ __all__ = [
     "MarkdownSection",
     "apply_import",
     "bundle_format",
+    "check_strict",
     "export_bundle",
     "markdown_text",
     "parse_markdown",

@@ -702,11 +702,11 @@ def test_records_repeating_an_id_are_each_imported_as_the_host_does(empty_store:
     assert plan.new[1].governance.sourceRefs[-1].id == plan.new[2].governance.sourceRefs[-1].id
 
 
-def test_a_bundle_over_64_mib_is_refused_before_reading(empty_store: MemoryStore, tmp_path: Path):
+def test_a_bundle_over_8_mib_is_refused_before_reading(empty_store: MemoryStore, tmp_path: Path):
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as f:
         f.truncate(MAX_BUNDLE_BYTES + 1)  # sparse: no disk used
-    assert "larger than the 64 MiB" in bundle_error(empty_store, huge)
+    assert "larger than the 8 MiB a bundle may have" in bundle_error(empty_store, huge)
 
 
 def test_a_missing_or_special_file_is_refused(empty_store: MemoryStore, tmp_path: Path):
@@ -949,7 +949,7 @@ def test_a_10000_record_bundle_imports_in_one_batch(tmp_path: Path, empty_store:
     assert apply_import(empty_store, plan_import(empty_store, out, "project")).written == []
 
 
-def test_past_the_hosts_limit_our_export_says_so_and_imports_here(
+def test_past_the_hosts_limit_our_export_says_so_and_is_written_all_the_same(
     tmp_path: Path, empty_store: MemoryStore
 ):
     source = MemoryStore.open(tmp_path / "sh", tmp_path / "sw", "dana")
@@ -959,13 +959,13 @@ def test_past_the_hosts_limit_our_export_says_so_and_imports_here(
     assert done.returncode == 0, done.stderr
     assert (
         "note: the host cannot import this bundle: 10001 records: the host imports at "
-        "most 10000" in done.stderr
+        "most 10000, and so does dsh-memory import" in done.stderr
     )
-    plan = plan_import(empty_store, out, "project")  # ours is larger
-    assert (len(plan.new), plan.invalid) == (10_001, [])
+    assert len(json.loads(out.read_bytes())["records"]) == 10_001
+    assert "more than 10000 records" in bundle_error(empty_store, out)  # the host's limit
 
 
-def test_a_bundle_over_our_record_limit_is_refused_and_nothing_written(tmp_path: Path):
+def test_a_bundle_over_the_record_limit_is_refused_and_nothing_written(tmp_path: Path):
     record = record_json("One", "one")
     data = bundle_bytes(*([record] * (MAX_BUNDLE_RECORDS + 1)))
     path = tmp_path / "huge.json"
@@ -973,7 +973,8 @@ def test_a_bundle_over_our_record_limit_is_refused_and_nothing_written(tmp_path:
     home, ws = tmp_path / "h", tmp_path / "w"
     done = run_cli(home, ws, "import", str(path), "--scope", "project")
     assert done.returncode == 1
-    assert f"{MAX_BUNDLE_RECORDS + 1} records is more than the {MAX_BUNDLE_RECORDS}" in done.stderr
+    assert done.stderr.startswith("error[BUNDLE_INVALID]: ")
+    assert f"more than {MAX_BUNDLE_RECORDS} records; a bundle may hold at most" in done.stderr
     assert not ws.exists() and not home.exists()
 
 
@@ -1059,3 +1060,36 @@ def test_cli_markdown_export_and_import(fixture_home: tuple[Path, Path], tmp_pat
     assert "  new        section 1  " in dry.stdout
     done = run_cli(home2, ws2, "import", str(other), "--scope", "user")
     assert done.returncode == 0 and "imported 8 record(s)" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("version", "accepted"),
+    [(b"1", True), (b"1.0", True), (b"10e-1", True), (b"true", False), (b'"1"', False)],
+)
+def test_schema_version_is_judged_as_the_hosts_json_parse_and_triple_equals(
+    tmp_path: Path, version: bytes, accepted: bool
+):
+    # JSON.parse("1.0") is the number 1, so the host's `=== 1` takes it; `true` it refuses.
+    data = bundle_bytes(record_json("A", "a")).replace(
+        b'"schemaVersion": 1, "exportedAt"', b'"schemaVersion": %s, "exportedAt"' % version, 1
+    )
+    assert data.startswith(b'{"schemaVersion": %s, ' % version)
+    store = MemoryStore.open(tmp_path / "h", tmp_path / "w", "dana")
+    if accepted:
+        assert len(plan_import(store, data, "project").new) == 1
+    else:
+        assert "schemaVersion is " in bundle_error(store, data)
+    host_src = os.environ.get("DSH_HOST_SRC")
+    if not host_src:
+        return
+    from interop.corpus import make_case_dirs
+    from interop.host import HostHarness, default_build_dir, ensure_build
+
+    ensure_build(host_src, default_build_dir())
+    dirs = make_case_dirs(tmp_path / "host")
+    bundle = tmp_path / "b.json"
+    bundle.write_bytes(data)
+    done = HostHarness(default_build_dir()).run(
+        "import", str(bundle), home=dirs.home, workspace=dirs.workspace, check=False
+    )
+    assert (done["rc"] == 0) is accepted, done

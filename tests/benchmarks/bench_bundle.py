@@ -112,7 +112,9 @@ def build_store(root: Path) -> tuple[StorePaths, int, int]:
             now=1_764_000_000_000 + i,
         )
         line = record.to_line()
-        if size + len(line) > MAX_STORE_BYTES:
+        # Room for what export adds (the bundle's head, a comma per record, conflict groups):
+        # the bundle must fit the 8 MiB an import takes, as the host's.
+        if size + len(line) > MAX_STORE_BYTES - (128 << 10):
             break
         lines.append(line)
         size += len(line)

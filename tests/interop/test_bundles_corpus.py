@@ -349,39 +349,53 @@ def minimal_records(n: int) -> bytes:
 
 
 @pytest.mark.parametrize("size", [8 * 1024 * 1024, 8 * 1024 * 1024 + 1])
-def test_a_bundle_at_and_past_the_hosts_8_mib_imports_here(size: int, tmp_path: Path) -> None:
+def test_a_bundle_at_the_hosts_8_mib_imports_and_past_it_is_refused(
+    size: int, tmp_path: Path
+) -> None:
     observed = {o["bytes"]: o["result"]["ok"] for o in INDEX["limits"]["observed"] if "bytes" in o}
     assert observed[size] is (size <= 8 * 1024 * 1024)
     data = one_record_bundle(size)
     assert len(data) == size
-    plan = plan_import(fresh_store(tmp_path), data, "project")
-    assert (len(plan.new), plan.invalid) == (1, [])  # our limit is 64 MiB
+    if observed[size]:
+        plan = plan_import(fresh_store(tmp_path), data, "project")
+        assert (len(plan.new), plan.invalid) == (1, [])
+    else:  # the host's limit is ours
+        with pytest.raises(StoreError) as info:
+            plan_import(fresh_store(tmp_path), data, "project")
+        assert info.value.code == "BUNDLE_INVALID" and "larger than the 8 MiB" in info.value.message
 
 
 @pytest.mark.parametrize("n", [10_000, 10_001])
-def test_the_hosts_record_count_limit_is_not_ours(n: int, tmp_path: Path) -> None:
-    # The host refuses 10,001 records; we take up to 100,000 (its minimal records have no
+def test_the_hosts_record_count_limit_is_ours(n: int, tmp_path: Path) -> None:
+    # The host takes 10,000 records and refuses 10,001; so do we (its minimal records have no
     # scope or governance, so here each one is listed invalid, and none is written).
-    plan = plan_import(fresh_store(tmp_path), minimal_records(n), "project")
-    assert plan.total == n
-    assert len(plan.invalid) == n
-
-
-def test_past_our_limits_a_bundle_is_refused_before_its_records(tmp_path: Path) -> None:
+    observed = [
+        o["result"]["ok"] for o in INDEX["limits"]["observed"] if f"of {n} minimal" in o["case"]
+    ]
+    assert observed == [n <= MAX_BUNDLE_RECORDS]
+    if n <= MAX_BUNDLE_RECORDS:
+        plan = plan_import(fresh_store(tmp_path), minimal_records(n), "project")
+        assert plan.total == len(plan.invalid) == n
+        return
     with pytest.raises(StoreError) as info:
-        plan_import(fresh_store(tmp_path), minimal_records(MAX_BUNDLE_RECORDS + 1), "project")
+        plan_import(fresh_store(tmp_path), minimal_records(n), "project")
     assert info.value.code == "BUNDLE_INVALID"
-    assert f"{MAX_BUNDLE_RECORDS + 1} records is more than" in info.value.message
+    assert f"more than {MAX_BUNDLE_RECORDS} records" in info.value.message
     with pytest.raises(StoreError) as info:
         plan_import(fresh_store(tmp_path), b" " * (MAX_BUNDLE_BYTES + 1), "project")
-    assert "larger than the 64 MiB" in info.value.message
+    assert "larger than the 8 MiB" in info.value.message
 
 
 @pytest.mark.parametrize("n", [10_000, 10_001])
-def test_markdown_of_10000_sections_and_more_imports_here(n: int, tmp_path: Path) -> None:
+def test_markdown_of_10000_sections_imports_and_of_more_is_refused(n: int, tmp_path: Path) -> None:
     text = "\n---\n".join(f"# Note {i}\n\nBody {i}." for i in range(n))
-    plan = plan_import(fresh_store(tmp_path), text.encode(), "project", fmt="markdown")
-    assert (len(plan.new), plan.invalid) == (n, [])
+    if n <= MAX_BUNDLE_RECORDS:
+        plan = plan_import(fresh_store(tmp_path), text.encode(), "project", fmt="markdown")
+        assert (len(plan.new), plan.invalid) == (n, [])
+        return
+    with pytest.raises(StoreError) as info:
+        plan_import(fresh_store(tmp_path), text.encode(), "project", fmt="markdown")
+    assert f"more than {MAX_BUNDLE_RECORDS} records" in info.value.message
 
 
 # ------------------------------------------------------------------ the real host
