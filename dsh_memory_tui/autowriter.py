@@ -76,6 +76,9 @@ MAX_ACTIVE_DIGESTS = 6
 _OPS = frozenset({"create", "modify", "delete"})
 _KIND = {"create": "CREATED", "modify": "MODIFIED", "delete": "DELETED"}
 _READ_CHUNK = 1 << 16
+# A tool result longer than this is skipped, unread: the host's digest content is at most
+# 64 KiB, and a line without end (``/dev/zero`` on stdin) must not grow the process.
+MAX_EVENT_BYTES = 1 << 20
 # How much input a stopping reader still takes in (what the host sent before the signal).
 _DRAIN_LIMIT = 64 << 20
 
@@ -284,6 +287,8 @@ class _Session:
 
 def _as_object(event: dict[str, Any] | str | bytes) -> dict[str, Any]:
     if isinstance(event, str | bytes | bytearray):
+        if len(event) > MAX_EVENT_BYTES:
+            raise MalformedEvent(f"longer than {MAX_EVENT_BYTES} bytes")
         try:
             event = json.loads(event)
         except (ValueError, RecursionError):
@@ -612,16 +617,28 @@ class StopSignals:
 
 
 class _LineFeed:
-    """Splits bytes into lines for the writer; a last line without a newline waits for more."""
+    """Splits bytes into lines for the writer; a last line without a newline waits for more,
+    up to ``MAX_EVENT_BYTES``: past that the line is skipped up to its newline, unbuffered."""
 
     def __init__(self, writer: AutoWriter) -> None:
         self.writer = writer
         self.rest = b""
+        self.skipping = False  # inside a line too long to take
 
     def feed(self, data: bytes) -> None:
+        if self.skipping:
+            start = data.find(b"\n") + 1
+            if not start:
+                return
+            self.skipping = False
+            data = data[start:]
         data = self.rest + data
         end = data.rfind(b"\n") + 1
         self.rest = data[end:]
+        if len(self.rest) > MAX_EVENT_BYTES:
+            log.debug("auto-writer: skipped a tool result longer than %d bytes", MAX_EVENT_BYTES)
+            self.rest = b""
+            self.skipping = True
         self.lines(data[:end].split(b"\n"))
 
     def lines(self, lines: list[bytes]) -> None:
@@ -633,7 +650,9 @@ class _LineFeed:
     def finish(self) -> None:
         """At the end of the input its last line is complete, newline or not."""
         rest, self.rest = self.rest, b""
-        self.lines([rest])
+        if not self.skipping:
+            self.lines([rest])
+        self.skipping = False
 
 
 def run_events(store: MemoryStore, events: str | None, *, follow: bool) -> int:
@@ -660,20 +679,36 @@ def run_events(store: MemoryStore, events: str | None, *, follow: bool) -> int:
 
 
 def _read_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
-    """A whole file: every result first, then the digests (the same file, the same digests)."""
+    """A whole file: every result first, then the digests (the same file, the same digests).
+
+    Only a regular file: opened without blocking (a FIFO with no writer would hang ``open``
+    past SIGTERM) and refused if it is anything else (``/dev/zero`` never ends). Each chunk
+    read is checked for a stop, so SIGTERM ends even a huge file at once.
+    """
     try:
-        with open(path, "rb") as events:
-            for line in events:
-                if stop.requested:
-                    return
-                if line.strip():
-                    writer.on_tool_result(line)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise StoreError(ErrorCode.USAGE, f"{path}: no such events file") from None
     except OSError as exc:
-        raise StoreError(
-            ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror or exc}"
-        ) from None
+        raise StoreError(ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror}") from None
+    feed = _LineFeed(writer)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(
+                ErrorCode.UNSAFE_PATH,
+                f"{path}: is not a regular file; refusing to use it (a stream goes to "
+                "standard input)",
+            )
+        while not stop.requested:
+            data = os.read(fd, _READ_CHUNK)
+            if not data:
+                feed.finish()
+                break
+            feed.feed(data)
+    except OSError as exc:
+        raise StoreError(ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def _read_stream(writer: AutoWriter, fd: int, stop: StopSignals) -> None:

@@ -932,3 +932,32 @@ def test_cli_events_file_that_does_not_exist_is_a_usage_error(home: Path, worksp
     assert result.returncode == 2
     assert result.stderr.startswith("error[USAGE]:")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_line_over_1_mib_is_skipped_and_the_next_one_taken(
+    home: Path, workspace: Path, source: str
+) -> None:
+    from dsh_memory_tui.autowriter import MAX_EVENT_BYTES
+
+    huge = b"x" * (3 * MAX_EVENT_BYTES)  # spans many reads, newline only at its end
+    good = json.dumps(event(7, workspace, ("after.md", "create"))).encode()
+    data = huge + b"\n" + good + b"\n" + b"y" * (MAX_EVENT_BYTES + 1)  # the last: no newline
+    events = workspace / "events.jsonl"
+    events.write_bytes(data)
+    if source == "file":
+        result = run_cli(home, workspace, "auto-write", "--events", str(events))
+    else:
+        result = subprocess.run(
+            [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(home)]
+            + ["--workspace", str(workspace), "--user", "alice", "auto-write"],
+            input=data,
+            capture_output=True,
+            timeout=WAIT_S,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        )
+    assert result.returncode == 0 and not result.stderr
+    [line] = session_lines(home)
+    assert (
+        line["content"].startswith("Files touched: 1 (1 created") and "after.md" in line["content"]
+    )
