@@ -3,9 +3,13 @@ can write to, and every umask."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -270,3 +274,159 @@ def test_every_file_is_0600_and_every_directory_0700_whatever_the_umask(
     assert not wrong, wrong
     figures.add("files checked", len(files))
     figures.add("directories checked", len(dirs))
+
+
+# ------------------------------------------------------------------ user errors, not tracebacks
+
+_CLI_CHILD = """
+import contextlib, io, json, os, sys, traceback
+from dsh_memory_tui import autowriter, bundle, cli  # noqa: F401 (imported before a setuid)
+job = json.loads(sys.argv[1])
+def run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(argv)
+        except BaseException:
+            rc = "raised"
+            traceback.print_exc()
+    return [rc, err.getvalue()]
+if job["uid"] is not None:
+    # Every lazy import first (the interpreter's files are not readable by the other user).
+    for argv in job["warm_up"]:
+        run(argv)
+    os.setgroups([])
+    os.setgid(job["uid"])
+    os.setuid(job["uid"])
+print(json.dumps([run(argv) for argv in job["commands"]]))
+"""
+
+NOBODY = 65534
+
+
+def _commands(home: str, ws: str, outside: Path) -> list[list[str]]:
+    """Every kind of command, each on ``home`` and ``ws``; files it reads are in ``outside``."""
+    where = ["--home", home, "--workspace", ws, "--user", "alice"]
+    return [
+        [*where, *args]
+        for args in (
+            ["list"],
+            ["list", "--json"],
+            ["show", "memory:x"],
+            ["create", "--scope", "project", "--type", "fact", "--title", "t", "--content", "c"],
+            ["create", "--scope", "user", "--type", "fact", "--title", "t", "--content", "c"],
+            ["export", "--out", str(outside / "out.json")],
+            ["import", str(outside / "bundle.json"), "--scope", "project", "--dry-run"],
+            ["import", str(outside / "bundle.json"), "--scope", "user"],
+            ["check"],
+            ["compact"],
+            ["auto-write", "--events", str(outside / "events.jsonl")],
+        )
+    ]
+
+
+SITUATIONS = [
+    "another user's store",
+    "--workspace is a file",
+    "--home is a file",
+    "--workspace of 5,000 characters",
+    "--home of 5,000 characters",
+    "a .dsh symlink loop",
+    "a .dsh symlink to a store",
+    "DSH_LOCK_TIMEOUT=nan",
+    "DSH_LOCK_TIMEOUT=1e400",
+]
+
+
+@pytest.mark.parametrize("situation", SITUATIONS)
+def test_a_user_error_is_one_error_line_never_a_traceback(situation: str, figures: Figures) -> None:
+    """Every command (list, list --json, show, create in project and user, export, import and
+    its dry run, check, compact, auto-write) run by another Unix user on a store it cannot
+    read, with --workspace or --home naming a file or 5,000 characters long, with a `.dsh`
+    that is a symlink loop or a link to another store, and with DSH_LOCK_TIMEOUT=nan or 1e400:
+    none raises; each either does what the situation leaves possible (a project write with a
+    home that is a file) or fails with `error[CODE]: message` first on stderr and exit 1 or 2
+    (check lists what it cannot read and exits 1); nothing is written through the link or
+    into the other user's store.
+    """
+    # Not under tmp_path: the other user must reach the bundle and events files.
+    root = Path(tempfile.mkdtemp(prefix="dsh-user-errors-"))
+    try:
+        os.chmod(root, 0o755)
+        site = Site.create(root / "site")
+        os.chmod(site.root, 0o755)
+        store = site.store()
+        store.create("project", "fact", "Secret", "Project secret.")
+        store.create("user", "fact", "Mine", "User secret.")
+        outside = root / "outside"
+        outside.mkdir(mode=0o755)
+        export_bundle(store, outside / "bundle.json", scopes=["project"])
+        (outside / "events.jsonl").write_text("{}\n")
+        for path in (outside / "bundle.json", outside / "events.jsonl"):
+            os.chmod(path, 0o644)
+        home, ws = str(site.home), str(site.workspace)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent.parent)}
+        uid = None
+        if situation == "another user's store":
+            if os.geteuid() == 0:
+                uid = NOBODY  # the store is root's, 0600 files in 0700 directories
+            else:  # as its owner, a store made unreadable
+                for directory in (site.project.parent, site.user_file.parent):
+                    os.chmod(directory, 0)
+        elif situation.startswith("--workspace is"):
+            ws = str(outside / "bundle.json")
+        elif situation.startswith("--home is"):
+            home = str(outside / "bundle.json")
+        elif situation.startswith("--workspace of"):
+            ws = str(root / ("w" * 5000))
+        elif situation.startswith("--home of"):
+            home = "/".join([str(root), *["h" * 200] * 25])
+        elif situation == "a .dsh symlink loop":
+            ws = str(root / "loop")
+            os.mkdir(ws)
+            os.symlink(".dsh", Path(ws) / ".dsh")
+        elif situation == "a .dsh symlink to a store":
+            ws = str(root / "linked")
+            os.mkdir(ws)
+            os.symlink(site.workspace / ".dsh", Path(ws) / ".dsh")
+        else:
+            env["DSH_LOCK_TIMEOUT"] = situation.partition("=")[2]
+        before = site.project.read_bytes()
+        commands = _commands(home, ws, outside)
+        scratch = root / "scratch"
+        job = {
+            "uid": uid,
+            "commands": commands,
+            "warm_up": _commands(str(scratch / "h"), str(scratch), outside),
+        }
+        scratch.mkdir()
+        done = subprocess.run(
+            [sys.executable, "-c", _CLI_CHILD, json.dumps(job)],
+            capture_output=True,
+            text=True,
+            timeout=HANG_DEADLINE_S,
+            env=env,
+            cwd=root,
+        )
+        assert done.returncode == 0, done.stderr
+        results = json.loads(done.stdout)
+        for directory in (site.project.parent, site.user_file.parent):
+            os.chmod(directory, 0o700)
+        if situation in ("another user's store", "a .dsh symlink to a store"):
+            assert site.project.read_bytes() == before
+    finally:
+        for directory in (site.project.parent, site.user_file.parent):
+            if directory.exists():
+                os.chmod(directory, 0o700)
+        shutil.rmtree(root, ignore_errors=True)
+    for argv, (rc, err) in zip(commands, results, strict=True):
+        command = argv[6]
+        assert rc != "raised" and "Traceback" not in err, (command, err)
+        if command == "check" and rc == 1 and not err:
+            continue  # its report lists what it could not read
+        if rc == 0:
+            figures.add("commands that did what they could")
+            continue
+        assert rc in (1, 2), (command, rc, err)
+        assert err.startswith("error[") and "]: " in err.splitlines()[0], (command, err)
+        figures.add("user errors refused with one line")
