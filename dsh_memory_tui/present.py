@@ -4,8 +4,10 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from .model import Origin, Record, Status, Verification, is_expired
@@ -19,14 +21,33 @@ SHORT_ORIGIN = {
 
 
 # Characters that would act on a terminal or reorder/hide text instead of being read: C0 and C1
-# controls, DEL, bidi embeddings/overrides/isolates/marks, zero-width characters, the BOM, and
-# the other invisible format characters a string can carry. ``visible`` replaces each with a
-# visible stand-in: ESC as "␛" (so a sequence reads "␛[8m"), other C0 controls as their control
-# picture ("␇"), everything else as a Python-style escape ("\u202e", "\x9b").
-_INVISIBLE = (
-    [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]
-    + [0x00AD, 0x061C, 0x180E, *range(0x200B, 0x2010), *range(0x202A, 0x202F)]
-    + [*range(0x2060, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC)]
+# controls, DEL, line/paragraph separators, bidi embeddings/overrides/isolates/marks, zero-width
+# and other invisible format characters (the BOM, fillers, variation selectors but the emoji
+# ones, tag characters, which hide ASCII text from a reader) and lone surrogates (JSON can carry
+# them; a terminal cannot print them). ``visible`` replaces each with a visible stand-in: ESC as
+# "␛" (so a sequence reads "␛[8m"), other C0 controls as their control picture ("␇"), everything
+# else as a Python-style escape ("\u202e", "\x9b", "\U000e0041").
+_INVISIBLE_RANGES = (
+    (0x00, 0x1F),
+    (0x7F, 0x9F),
+    (0xAD, 0xAD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xD800, 0xDFFF),
+    (0xFE00, 0xFE0D),  # FE0E/FE0F (text/emoji presentation) follow emoji everywhere
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF9, 0xFFFB),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE007F),
+    (0xE0100, 0xE01EF),
 )
 
 
@@ -37,28 +58,39 @@ def _stand_in(code: int) -> str:
         return chr(0x2400 + code)
     if code == 0x7F:
         return "\u2421"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-_VISIBLE = {code: _stand_in(code) for code in _INVISIBLE}
-_VISIBLE_MULTILINE = {k: v for k, v in _VISIBLE.items() if k not in (0x0A, 0x09)}
-_INVISIBLE_CHARS = frozenset(map(chr, _INVISIBLE))
+def _char_class(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
+    parts = (re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b != a else "") for a, b in ranges)
+    return re.compile("[" + "".join(parts) + "]")
+
+
+_ONE_LINE = _char_class(_INVISIBLE_RANGES)
+# Content keeps its newlines and tabs: everything but those two.
+_MULTILINE = _char_class([(0x00, 0x08), (0x0B, 0x1F), *_INVISIBLE_RANGES[1:]])
+
+
+def _replace(match: re.Match[str]) -> str:
+    return _stand_in(ord(match.group()))
 
 
 def visible(text: str, *, multiline: bool = False) -> str:
     """``text`` as a person may safely read it in a terminal: every control, bidi and zero-width
-    character replaced by a visible stand-in (see ``_INVISIBLE``), so what is shown is every
-    character stored and nothing acts on the terminal. ``multiline`` keeps newlines and tabs
-    (a record's content); otherwise they are shown too (a title, a tag, an id, a path).
+    character replaced by a visible stand-in (see ``_INVISIBLE_RANGES``), so what is shown is
+    every character stored and nothing acts on the terminal. ``multiline`` keeps newlines and
+    tabs (a record's content); otherwise they are shown too (a title, a tag, an id, a path).
     Not markup-escaped: callers that draw with Rich/Textual use ``Text``/``markup=False``.
     """
-    return text.translate(_VISIBLE_MULTILINE if multiline else _VISIBLE)
+    return (_MULTILINE if multiline else _ONE_LINE).sub(_replace, text)
 
 
 def hidden_characters(*texts: str, multiline: bool = False) -> int:
     """How many characters of ``texts`` ``visible`` would replace (0: nothing to warn about)."""
-    keep = ("\n", "\t") if multiline else ()
-    return sum(1 for t in texts for ch in t if ch in _INVISIBLE_CHARS and ch not in keep)
+    pattern = _MULTILINE if multiline else _ONE_LINE
+    return sum(len(pattern.findall(t)) for t in texts)
 
 
 def record_hidden_characters(record: Record) -> int:
@@ -67,11 +99,27 @@ def record_hidden_characters(record: Record) -> int:
     source refs."""
     g, p = record.governance, record.provenance
     one_line = [record.id, record.title, record.scopeKey, *record.tags]
-    for value in (p.sessionId, p.note, g.reviewNote, g.reviewedBy, g.conflictGroup):
+    for value in (
+        p.sessionId,
+        p.note,
+        g.reviewNote,
+        g.reviewedBy,
+        g.conflictGroup,
+    ):
         if isinstance(value, str):
             one_line.append(value)
     one_line += [f"{r.kind}:{r.id}" for r in g.sourceRefs]
     return hidden_characters(*one_line) + hidden_characters(record.content, multiline=True)
+
+
+def hidden_warning(n: int) -> str:
+    """What a reader is told when a record holds ``n`` such characters ("" when none)."""
+    if not n:
+        return ""
+    return (
+        f"contains {n} control, bidi or invisible character{'s' if n != 1 else ''}, shown as "
+        "stand-ins: \u241b for ESC, \u2400-\u241f for other controls, \\u202e and the like"
+    )
 
 
 def when(ms: int, fmt: str = "%Y-%m-%d %H:%M") -> str:
@@ -138,9 +186,9 @@ def record_facts(
 ) -> list[tuple[str, str]]:
     """A record's facts as (name, text) pairs, in the order ``show`` and the detail pane
     print them: what the host knows of it (pins, verification, expiry, use, conflict group)
-    in words. ``scope``: how the caller names the scope (default: scope and scopeKey);
-    ``conflict_group``: the group the host's domain shows for it (stored or computed) and
-    ``rivals`` the other active versions in it.
+    in words, each text ``visible`` (safe to print as it is). ``scope``: how the caller names
+    the scope (default: scope and scopeKey); ``conflict_group``: the group the host's domain
+    shows for it (stored or computed) and ``rivals`` the other active versions in it.
     """
     g, p = record.governance, record.provenance
     verification = g.verification.value
@@ -215,7 +263,8 @@ def record_facts(
         note = f": {g.reviewNote}" if g.reviewNote else ""
         at = f" at {when(g.reviewedAt)}" if isinstance(g.reviewedAt, int) else ""
         rows.append(("reviewed", f"by {g.reviewedBy}{at}{note}"))
-    return rows
+    # Every value may hold an agent's text (ids, tags, refs, notes, user ids): made visible.
+    return [(name, visible(value)) for name, value in rows]
 
 
 def facts_text(rows: Iterable[tuple[str, str]]) -> str:
@@ -224,20 +273,19 @@ def facts_text(rows: Iterable[tuple[str, str]]) -> str:
 
 
 def describe_changes(old: Record | None, new: Record) -> list[str]:
-    """What a revision changed compared with the one before, in words."""
+    """What a revision changed compared with the one before, in words (one line; the text
+    fields' old and new values are in ``revision_diff``). Not yet ``visible``."""
     if old is None:
-        return ["created"]
+        return ["created"] if new.governance.revision <= 1 else _compacted(new)
     out: list[str] = []
     for name in ("title", "type", "status", "tags", "content"):
         a, b = getattr(old, name), getattr(new, name)
         if a == b:
             continue
-        if name == "content":
-            out.append("content changed")
-        elif name == "tags":
-            out.append(f"tags: {tags_text(a)} -> {tags_text(b)}")
+        if name in ("title", "tags", "content"):
+            out.append(f"{name} changed")
         else:
-            out.append(f"{name}: {a} -> {b}")
+            out.append(f"{name}: {a.value} -> {b.value}")
     ga, gb = old.governance, new.governance
     if ga.verification != gb.verification:
         out.append(f"verification: {ga.verification.value} -> {gb.verification.value}")
@@ -249,3 +297,78 @@ def describe_changes(old: Record | None, new: Record) -> list[str]:
     if gb.reviewNote and gb.reviewNote != ga.reviewNote:
         out.append(f"note: {gb.reviewNote}")
     return out or ["no visible change"]
+
+
+def _compacted(record: Record) -> list[str]:
+    """The oldest line left of a record whose earlier revisions a compaction removed: not
+    "created". What it changed against the one before went with that one; say what it holds."""
+    g = record.governance
+    gone = "r1" if g.revision == 2 else f"r1-r{g.revision - 1}"
+    if record.status is Status.FORGOTTEN:
+        return [f"forgotten ({gone} erased)"]
+    out = [f"compacted ({gone} removed)", f"verification {g.verification.value}"]
+    if record.status is not Status.ACTIVE:
+        out.append(f"status {record.status.value}")
+    if g.pinned:
+        out.append("pinned")
+    if g.reviewNote:
+        out.append(f"note: {g.reviewNote}")
+    return out
+
+
+# A content diff is bounded: difflib is quadratic at worst, and a history is read, not scrolled
+# through for minutes. Past these the diff says how much changed and stops.
+DIFF_MAX_INPUT_LINES = 5_000
+DIFF_MAX_LINES = 60
+
+# The kinds of a history line (``history_lines``): a revision, a removed/added/context line
+# of a diff, the place of a diff hunk, a note about the diff.
+REVISION, REMOVED, ADDED, CONTEXT, HUNK, NOTE = "revision", "-", "+", " ", "@@", "note"
+
+
+def revision_diff(old: Record, new: Record) -> list[tuple[str, str]]:
+    """The text a revision changed, as diff lines (kind, text): the title and tags as one
+    removed and one added line each, the content as a unified diff (one line of context,
+    ``@@`` hunk places) of its lines split at newlines only. Texts are ``visible``.
+    """
+    out: list[tuple[str, str]] = []
+    if old.title != new.title:
+        out += [(REMOVED, f"title: {visible(old.title)}"), (ADDED, f"title: {visible(new.title)}")]
+    if old.tags != new.tags:
+        out += [
+            (REMOVED, f"tags: {visible(tags_text(old.tags))}"),
+            (ADDED, f"tags: {visible(tags_text(new.tags))}"),
+        ]
+    if old.content == new.content:
+        return out
+    # split("\n"), not splitlines(): a CR or U+2028 inside a line is shown, not a line break.
+    a, b = old.content.split("\n"), new.content.split("\n")
+    if len(a) + len(b) > DIFF_MAX_INPUT_LINES:
+        return [*out, (NOTE, f"content: {len(a)} lines -> {len(b)} lines (too long to diff here)")]
+    diff = list(difflib.unified_diff(a, b, lineterm="", n=1))[2:]  # no ---/+++ file names
+    for line in diff[:DIFF_MAX_LINES]:
+        kind = HUNK if line.startswith("@@") else line[:1]
+        text = line if kind == HUNK else line[1:]
+        out.append((kind, f"content {text}" if kind == HUNK else visible(text, multiline=True)))
+    if len(diff) > DIFF_MAX_LINES:
+        out.append((NOTE, f"... {len(diff) - DIFF_MAX_LINES} more diff lines"))
+    return out
+
+
+def history_lines(history: Sequence[Record]) -> list[tuple[str, str]]:
+    """Each revision in ``history`` (oldest first) as a (``REVISION``, "r2  <time>  what
+    changed") line followed by its ``revision_diff`` against the one before: what
+    ``dsh-memory show --history`` and the detail pane's history both show. Texts are
+    ``visible``.
+    """
+    out: list[tuple[str, str]] = []
+    prev: Record | None = None
+    for version in history:
+        change = visible("; ".join(describe_changes(prev, version)))
+        out.append(
+            (REVISION, f"r{version.governance.revision}  {when(version.updatedAt)}  {change}")
+        )
+        if prev is not None:
+            out += revision_diff(prev, version)
+        prev = version
+    return out
