@@ -8,15 +8,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
+from . import __version__
 from .errors import ErrorCode, StoreError
-from .model import Record, Scope, SourceRef
-from .present import describe_changes, facts_text, record_facts, when
+from .model import Record, Scope, SourceRef, records_json
+from .present import (
+    ADDED,
+    CONTEXT,
+    REMOVED,
+    REVISION,
+    facts_text,
+    hidden_warning,
+    history_lines,
+    record_facts,
+    record_hidden_characters,
+    visible,
+    when,
+)
 from .store import Action, MemoryStore, Session
 
 SCOPE_NAMES = [s.value for s in Scope]
@@ -29,8 +41,8 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        raise UsageError(f"{self.prog}: {message}")
+        # The error first (one line, as every error), then the usage of the command it is in.
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
 
 
 def _scope(value: str) -> Scope:
@@ -75,7 +87,7 @@ def _print_records(records: Sequence[Record], out: TextIO) -> None:
         return
     rows = [
         (
-            r.id,
+            visible(r.id),
             r.scope.value,
             r.type.value,
             r.status.value,
@@ -83,7 +95,7 @@ def _print_records(records: Sequence[Record], out: TextIO) -> None:
             r.governance.origin.value,
             str(r.governance.revision),
             when(r.updatedAt),
-            r.title.replace("\n", " ")[:60],
+            visible(r.title[:60]),
         )
         for r in records
     ]
@@ -100,17 +112,18 @@ def _print_record(
     out: TextIO,
     facts: Sequence[tuple[str, str]] = (),
 ) -> None:
-    print(facts_text([("title", record.title), *facts]), file=out)
-    print("\n" + record.content, file=out)
+    hidden = record_hidden_characters(record)
+    if hidden:
+        print(f"warning:      this record {hidden_warning(hidden)}", file=out)
+    print(facts_text([("title", visible(record.title)), *facts]), file=out)
+    print("\n" + visible(record.content, multiline=True), file=out)
     if history is not None:
         print("\nhistory:", file=out)
-        prev: Record | None = None
-        for version in history:
-            changes = "; ".join(describe_changes(prev, version))
-            print(
-                f"  r{version.governance.revision}  {when(version.updatedAt)}  {changes}", file=out
-            )
-            prev = version
+        for kind, text in history_lines(history):
+            # A revision's line, then its diff indented below it: "-"/"+" lines, "@@" places.
+            indent = "  " if kind == REVISION else "      "
+            mark = f"{kind} " if kind in (REMOVED, ADDED, CONTEXT) else ""
+            print(f"{indent}{mark}{text}".rstrip(), file=out)
 
 
 def _dump(obj: Any) -> None:
@@ -124,7 +137,7 @@ def _dump(obj: Any) -> None:
 def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     records = store.records(args.scope, session=_session(args), include_inactive=args.all)
     if args.json:
-        _dump([r.to_json() for r in records])
+        sys.stdout.write(records_json(records) + "\n")  # what _dump prints, in Rust
     else:
         _print_records(records, sys.stdout)
     return 0
@@ -286,7 +299,7 @@ def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
-    from .bundle import apply_import, plan_import
+    from .bundle import apply_import, check_strict, plan_import
 
     plan = plan_import(store, args.file, args.scope, session=_session(args), fmt=args.format)
     for bad in plan.invalid:
@@ -296,10 +309,13 @@ def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
     print(f"plan for {plan.target.path}: {plan.counts}")
     if args.dry_run:
         for index, record in zip(plan.new_indexes, plan.new, strict=True):
-            print(f"  new        {plan.where(index)}  {record.type.value:<10}  {record.title}")
+            title = visible(record.title)
+            print(f"  new        {plan.where(index)}  {record.type.value:<10}  {title}")
         for dup in plan.duplicates:
             print(f"  duplicate  {plan.where(dup.index)}  same as {dup.existing_id}")
         print("dry run: nothing written")
+        if args.strict:  # a bundle with an invalid record fails (a CI job can gate on it)
+            check_strict(plan)
         return 0
     result = apply_import(store, plan, strict=args.strict, confirm_shared=args.yes_shared)
     print(f"imported {len(result.written)} record(s)")
@@ -316,9 +332,10 @@ def cmd_auto_write(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_demo(store: MemoryStore, args: argparse.Namespace) -> int:
-    from .demo import build_demo, run_live
+    from .demo import build_demo, is_demo, open_demo, run_live
 
-    demo = build_demo(args.dir)
+    # --live on a demo already there (dsh-memory-tui --demo names its DIR) attaches to it.
+    demo = open_demo(args.dir) if args.live and is_demo(args.dir) else build_demo(args.dir)
     print(f"demo home:      {demo.home}")
     print(f"demo workspace: {demo.workspace}")
     print(
@@ -356,9 +373,11 @@ def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dsh-memory", description="Read and govern dsh workspace memory.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_globals(parser, suppress=False)
+    # Not required here: argparse would then say "COMMAND is required" for `dsh-memory
+    # --bogus` instead of naming the flag; main() asks for the command after the flags.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
     commands: dict[str, Callable[[MemoryStore, argparse.Namespace], int]] = {}
 
     def command(name: str, func: Callable[..., int], help_: str) -> argparse.ArgumentParser:
@@ -481,7 +500,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: markdown for a .md file or one starting with #, else json",
     )
     session_opts(p)
-    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan, write nothing (with --strict: exit 1 if a record is invalid)",
+    )
     p.add_argument("--strict", action="store_true", help="any invalid record aborts the import")
     shared_opt(p)
 
@@ -498,7 +521,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("demo", cmd_demo, "a sample home and workspace under DIR")
     p.add_argument("dir")
-    p.add_argument("--live", action="store_true", help="keep appending records")
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="keep appending records (into the demo in DIR if there is one, else a new one)",
+    )
 
     p = command("mcp", cmd_mcp, "serve workspace_memory_propose/search/list over stdio (MCP)")
     p.add_argument(
@@ -520,8 +547,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command is None:
+            parser.error("a COMMAND is needed (dsh-memory --help lists them)")
         if os.environ.get("DSH_DEBUG") == "1":
             # The auto-writer and the store skip failures quietly; this shows why.
+            import logging  # here: a command without DSH_DEBUG does not pay for it
+
             logging.basicConfig(format="debug: %(name)s: %(message)s")
             logging.getLogger("dsh_memory_tui").setLevel(logging.DEBUG)
         if getattr(args, "follow", False) and not args.events:
@@ -529,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = MemoryStore.open(args.home, args.workspace, args.user)
         return args.func(store, args)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
         print(str(exc), file=sys.stderr)

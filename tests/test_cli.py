@@ -678,3 +678,94 @@ def test_adopt_takes_a_moved_projects_records(fixture_home: Home) -> None:
         fixture_home, "adopt", "--from", "root:" + "00" * 32, "--scope", "project", code="NOT_FOUND"
     )
     assert ok(fixture_home, "adopt") == ""  # nothing left anywhere
+
+
+# ------------------------------------------------------------------------- flags
+
+
+def test_version_prints_the_package_version(tmp_path: Path) -> None:
+    from dsh_memory_tui import __version__
+
+    done = run_cli(tmp_path / "h", tmp_path, "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"dsh-memory {__version__}\n" and done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--bogus",), "unrecognized arguments: --bogus"),
+        (("--bogus", "list"), "unrecognized arguments: --bogus"),
+        (("list", "--bogus=1"), "unrecognized arguments: --bogus=1"),
+        ((), "a COMMAND is needed"),
+        (("frobnicate",), "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_a_bad_command_line_names_what_is_wrong_on_its_first_line(
+    tmp_path: Path, args: tuple[str, ...], named: str
+) -> None:
+    done = run_cli(tmp_path / "h", tmp_path, *args)
+    assert done.returncode == 2 and done.stdout == ""
+    first, *rest = done.stderr.splitlines()
+    assert first.startswith("error[USAGE]: dsh-memory") and named in first, done.stderr
+    assert rest[0].startswith("usage: dsh-memory") and "Traceback" not in done.stderr
+
+
+def _bundle_with_an_invalid_record(fixture_home: Home, tmp_path: Path) -> Path:
+    out = tmp_path / "b.json"
+    ok(fixture_home, "export", "--out", str(out), "--scope", "project")
+    bundle = json.loads(out.read_text())
+    bundle["records"].append({"schemaVersion": 1, "id": "memory:broken", "content": "x"})
+    out.write_text(json.dumps(bundle))
+    return out
+
+
+def test_a_strict_dry_run_with_an_invalid_record_exits_1_and_writes_nothing(
+    fixture_home: Home, tmp_path: Path
+) -> None:
+    bundle = _bundle_with_an_invalid_record(fixture_home, tmp_path)
+    ws = tmp_path / "elsewhere"
+    ws.mkdir()
+    target = (tmp_path / "h2", ws)
+    done = cli(target, "import", str(bundle), "--scope", "project", "--dry-run", "--strict")
+    assert done.returncode == 1, done
+    assert "dry run: nothing written" in done.stdout
+    assert done.stderr.splitlines()[-1].startswith("error[BUNDLE_INVALID]: ")
+    assert "(memory:broken)" in done.stderr and "Traceback" not in done.stderr
+    assert not (ws / ".dsh").exists()
+    # Without --strict the same dry run is a plan, exit 0; a valid bundle passes --strict.
+    assert cli(target, "import", str(bundle), "--scope", "project", "--dry-run").returncode == 0
+    good = tmp_path / "good.json"
+    ok(fixture_home, "export", "--out", str(good), "--scope", "project")
+    strict = cli(target, "import", str(good), "--scope", "project", "--dry-run", "--strict")
+    assert strict.returncode == 0, strict.stderr
+    assert not (ws / ".dsh").exists()
+
+
+def test_show_history_prints_each_revisions_diff(fixture_home: Home) -> None:
+    created = ok(
+        fixture_home,
+        "create",
+        "--scope",
+        "user",
+        "--type",
+        "fact",
+        "--title",
+        "Old title",
+        "--content",
+        "keep\nold line\nkeep too",
+    )
+    record_id = last_line(created)
+    new_content = "keep\nnew line\nkeep too"
+    ok(fixture_home, "edit", record_id, "--base-revision", "1", "--content", new_content)
+    ok(fixture_home, "edit", record_id, "--base-revision", "2", "--title", "New title")
+    history = ok(fixture_home, "show", record_id, "--history").split("history:\n")[1]
+    assert history.splitlines()[1:6] == [
+        history.splitlines()[1],  # r2 and its time
+        "      content @@ -1,3 +1,3 @@",
+        "        keep",
+        "      - old line",
+        "      + new line",
+    ]
+    assert history.splitlines()[1].endswith("content changed")
+    assert "      - title: Old title\n      + title: New title\n" in history
