@@ -57,6 +57,11 @@ def line(table: RecordTable, y: int) -> str:
     return table.render_line(y).text
 
 
+def first_cell(table: RecordTable, y: int) -> str:
+    """The first cell of viewport line ``y``, after the gutter (cursor and mark glyphs)."""
+    return line(table, y)[3:].split()[0]
+
+
 def line_style(table: RecordTable, y: int) -> Style:
     style = next(iter(table.render_line(y))).style
     assert style is not None
@@ -74,7 +79,7 @@ async def test_rows_render_below_a_header() -> None:
         await pilot.pause()
         table = app.query_one(RecordTable)
         assert line(table, 0).split() == ["ID", "Title", "Scope"]
-        assert line(table, 1).split() == ["id0", "title", "0", "user"]
+        assert line(table, 1).split() == ["▶", "id0", "title", "0", "user"]  # the cursor
         assert line(table, 3).split() == ["id2", "title", "2", "user"]
         assert line(table, 4).strip() == ""
         assert len(line(table, 1)) == table.scrollable_content_region.width
@@ -85,15 +90,19 @@ async def test_long_cells_are_truncated_with_an_ellipsis() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         text = line(app.query_one(RecordTable), 1)
-        assert text.startswith("  identif… t t")
+        assert text.startswith("▶  identif… t t")
         assert "… user" in text
 
 
-async def test_control_characters_in_cells_do_not_break_the_line() -> None:
-    app = TableApp([Row("k0", ("id0", "first\nsecond\tthird", "user"))])
+async def test_control_characters_in_cells_are_shown_as_stand_ins_on_one_line() -> None:
+    title = "first\nsecond\tthird \x1b[8mhidden\u202eevil\u200bzw\x9b\u3164"
+    app = TableApp([Row("k0", ("id\x07", title, "user"))])
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert "first second third" in line(app.query_one(RecordTable), 1)
+        text = line(app.query_one(RecordTable), 1)
+        assert "first␊second␉third ␛[8mhidden\\u202eevil\\u200bzw\\x9b\\u3164" in text
+        assert "id␇" in text
+        assert text.isprintable()
 
 
 async def test_empty_table_shows_its_empty_message() -> None:
@@ -122,7 +131,7 @@ async def test_cursor_keys_move_the_cursor_and_post_cursor_moved() -> None:
         await wait_for(pilot, lambda: app.cursor_moves[-1] == f"k{1 + VISIBLE_ROWS}")
         await pilot.press("end")
         await wait_for(pilot, lambda: app.cursor_moves[-1] == "k99")
-        assert line(table, VISIBLE_ROWS).split()[0] == "id99"
+        assert first_cell(table, VISIBLE_ROWS) == "id99"
         await pilot.press("home")
         await wait_for(pilot, lambda: app.cursor_moves[-1] == "k0")
         assert table.cursor_key == "k0"
@@ -181,8 +190,8 @@ async def test_space_marks_the_row_and_moves_down() -> None:
         assert table.marked_keys == frozenset({"k0", "k2"})
         assert table.marked_in_order() == ["k0", "k2"]
         assert table.cursor_key == "k3"
-        assert line(table, 1).startswith("● id0")
-        assert line(table, 2).startswith("  id1")
+        assert line(table, 1).startswith(" ● id0")
+        assert line(table, 2).startswith("   id1")
 
 
 async def test_space_on_a_marked_row_unmarks_it() -> None:
@@ -201,7 +210,7 @@ async def test_clear_marks_unmarks_every_row() -> None:
         await pilot.press("space", "space")
         table.clear_marks()
         await wait_for(pilot, lambda: bool(app.mark_changes) and not app.mark_changes[-1])
-        assert not line(table, 1).startswith("●")
+        assert "●" not in line(table, 1)
 
 
 async def test_set_rows_keeps_the_cursor_on_its_key_when_rows_are_inserted_above() -> None:
@@ -210,14 +219,14 @@ async def test_set_rows_keeps_the_cursor_on_its_key_when_rows_are_inserted_above
         table = app.query_one(RecordTable)
         table.move_cursor_to_key("k50")
         await pilot.pause()
-        cursor_line = next(y for y in range(1, SIZE[1]) if line(table, y).split()[0] == "id50")
+        cursor_line = next(y for y in range(1, SIZE[1]) if first_cell(table, y) == "id50")
         moves_before = len(app.cursor_moves)
 
         table.set_rows([make_row(number) for number in range(-3, 100)])
         await pilot.pause()
 
         assert table.cursor_key == "k50"
-        assert line(table, cursor_line).split()[0] == "id50"
+        assert first_cell(table, cursor_line) == "id50"
         assert len(app.cursor_moves) == moves_before
 
 
@@ -227,7 +236,7 @@ async def test_set_rows_at_the_top_shows_rows_inserted_above() -> None:
         table = app.query_one(RecordTable)
         table.set_rows([make_row(-1), *make_rows(10)])
         await pilot.pause()
-        assert line(table, 1).split()[0] == "id-1"
+        assert first_cell(table, 1) == "id-1"
         assert table.cursor_key == "k0"
 
 
@@ -290,7 +299,7 @@ async def test_upsert_inserts_a_new_row_at_a_position_keeping_the_cursor_key() -
         await pilot.press("down", "down")
         table.upsert(make_row(99), position=1)
         await pilot.pause()
-        assert [line(table, y).split()[0] for y in (1, 2, 3)] == ["id0", "id99", "id1"]
+        assert [first_cell(table, y) for y in (1, 2, 3)] == ["id0", "id99", "id1"]
         assert table.cursor_key == "k2"
         assert table.get_row("k4") == make_row(4)
 
@@ -301,7 +310,7 @@ async def test_upsert_without_position_appends() -> None:
         table = app.query_one(RecordTable)
         table.upsert(make_row(7))
         await pilot.pause()
-        assert line(table, 4).split()[0] == "id7"
+        assert first_cell(table, 4) == "id7"
 
 
 async def test_upsert_with_a_new_position_moves_the_row_and_the_cursor_follows() -> None:
@@ -311,7 +320,7 @@ async def test_upsert_with_a_new_position_moves_the_row_and_the_cursor_follows()
         table.move_cursor_to_key("k3")
         table.upsert(make_row(3, title="moved"), position=0)
         await pilot.pause()
-        assert [line(table, y).split()[0] for y in range(1, 6)] == [
+        assert [first_cell(table, y) for y in range(1, 6)] == [
             "id3",
             "id0",
             "id1",
@@ -335,9 +344,9 @@ async def test_remove_deletes_the_row_and_its_mark() -> None:
         table = app.query_one(RecordTable)
         await pilot.press("down", "space")
         await pilot.pause()
-        table.remove("k1")
+        table.remove_row("k1")
         await wait_for(pilot, lambda: app.mark_changes[-1] == frozenset())
-        assert [line(table, y).split()[0] for y in range(1, 5)] == ["id0", "id2", "id3", "id4"]
+        assert [first_cell(table, y) for y in range(1, 5)] == ["id0", "id2", "id3", "id4"]
         assert table.get_row("k1") is None
         assert table.cursor_key == "k2"
 
@@ -347,10 +356,10 @@ async def test_removing_the_cursor_row_moves_the_cursor_and_posts_cursor_moved()
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(RecordTable)
         table.move_cursor_to_key("k2")
-        table.remove("k2")
+        table.remove_row("k2")
         await wait_for(pilot, lambda: app.cursor_moves[-1] == "k1")
-        table.remove("k0")
-        table.remove("k1")
+        table.remove_row("k0")
+        table.remove_row("k1")
         await wait_for(pilot, lambda: app.cursor_moves[-1] is None)
 
 
@@ -385,7 +394,7 @@ async def test_twenty_thousand_rows_render_and_update() -> None:
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(RecordTable)
         await pilot.pause()
-        assert line(table, 1).split()[0] == "id0"
+        assert first_cell(table, 1) == "id0"
 
         changed = list(rows)
         changed[1] = make_row(1, title="changed")
@@ -397,9 +406,9 @@ async def test_twenty_thousand_rows_render_and_update() -> None:
 
         await pilot.press("end")
         await pilot.pause()
-        assert line(table, VISIBLE_ROWS).split()[0] == "id19999"
+        assert first_cell(table, VISIBLE_ROWS) == "id19999"
         table.upsert(make_row(20_000), position=0)
-        table.remove("k5")
+        table.remove_row("k5")
         await pilot.pause()
         assert table.cursor_key == "k19999"
         assert table.row_count == 20_000
@@ -424,11 +433,11 @@ async def test_keyed_lookups_stay_right_through_many_inserts_and_removals() -> N
             roll = rng.random()
             if roll < 0.4 and model:
                 key = model[rng.randrange(min(len(model), 40))]
-                table.remove(key)
+                table.remove_row(key)
                 model.remove(key)
             elif roll < 0.6 and model:
                 key = rng.choice(model)
-                table.remove(key)
+                table.remove_row(key)
                 model.remove(key)
             elif roll < 0.8:
                 position = rng.randrange(len(model) + 1)
@@ -477,7 +486,7 @@ async def test_scrolling_up_after_rows_go_moves_at_the_first_step() -> None:
         await pilot.press("end")
         await pilot.pause()
         for number in range(29):
-            table.remove(f"k{number}")
+            table.remove_row(f"k{number}")
         await pilot.pause()
         before = table.scroll_offset.y
         assert before > 0
@@ -501,3 +510,58 @@ async def test_flashes_ending_in_the_same_half_second_end_together() -> None:
         assert table.flashing_keys == frozenset({"k1", "k2"})
         await wait_for(pilot, lambda: "k1" not in table.flashing_keys)
         assert "k2" not in table.flashing_keys  # the same frame, not a second one later
+
+
+async def test_j_k_g_and_shift_g_move_the_cursor_like_the_arrows_home_and_end() -> None:
+    app = TableApp(make_rows(10))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(RecordTable)
+        await pilot.press("j", "j", "j")
+        assert table.cursor_key == "k3"
+        await pilot.press("k")
+        assert table.cursor_key == "k2"
+        await pilot.press("G")
+        assert table.cursor_key == "k9"
+        await pilot.press("g")
+        assert table.cursor_key == "k0"
+
+
+async def test_cursor_and_marks_read_without_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    # NO_COLOR draws every background as grey: the rows must differ by more than a shade.
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = TableApp(make_rows(4))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(RecordTable)
+        assert app.no_color
+        await pilot.press("space", "space", "up")  # k0 and k1 marked, the cursor on k1
+        await wait_for(pilot, lambda: table.marked_keys == {"k0", "k1"})
+        assert line(table, 1).startswith(" ● id0")  # marked
+        assert line(table, 2).startswith("▶● id1")  # the cursor, marked
+        assert line(table, 3).startswith("   id2")  # neither
+        table.blur()
+        await pilot.pause()
+        assert line(table, 2).startswith("▷● id1")  # the cursor of a table without focus
+
+
+async def test_widget_remove_still_removes_the_table_from_the_screen() -> None:
+    # remove_row, not remove: Widget.remove() is how Textual takes a widget away.
+    app = TableApp(make_rows(3))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(RecordTable)
+        await table.remove()
+        await pilot.pause()
+        assert not app.query(RecordTable)
+
+
+async def test_column_widths_survive_textual_clearing_its_layout_cache() -> None:
+    # Textual keeps its own ``_layout_cache`` on every widget and clears it on refresh; the
+    # table's column widths live elsewhere.
+    app = TableApp(make_rows(3))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(RecordTable)
+        await pilot.pause()
+        before = line(table, 2)
+        table.refresh(layout=True)
+        await pilot.pause()
+        assert line(table, 2) == before
+        assert all(isinstance(k, int) for k in table._widths_cache)  # noqa: SLF001

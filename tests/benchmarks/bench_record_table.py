@@ -121,7 +121,9 @@ async def main(row_count: int, repeat: int) -> None:
             repeat,
             lambda i: table.upsert(make_row(row_count // 2 + i, "moved"), position=0),
         )
-        await report("remove", pilot, repeat, lambda i: table.remove(f"key-{row_count + i:06d}"))
+        await report(
+            "remove", pilot, repeat, lambda i: table.remove_row(f"key-{row_count + i:06d}")
+        )
         await report("cursor down (action)", pilot, repeat, lambda i: table.action_cursor_down())
         await report("page down (action)", pilot, repeat, lambda i: table.action_cursor_page_down())
         await report("toggle mark (action)", pilot, repeat, lambda i: table.toggle_mark())

@@ -1,21 +1,66 @@
-"""The detail pane: a record's content as Markdown, its metadata, and its history."""
+"""The detail pane: a record's content, its metadata, and its history.
+
+Everything in a record may be an agent's text written to be read by a person, so nothing of it
+is ever parsed as markup: the pane is built from ``Text`` objects of plain strings with styles,
+every string goes through ``present.visible`` (controls, bidi and zero-width characters shown
+as stand-ins, and a banner says how many), the content is drawn behind a gutter no content can
+draw (so it cannot imitate the metadata below it), and its Markdown hides nothing
+(``markdown_view``). ``m`` switches the content to its raw text. A long content shows its first
+``PREVIEW_LINES`` lines as Markdown; the raw view of all of it is wrapped lazily, line by line
+as it scrolls into view, so a record of any size costs a cursor visit no more than a short one.
+"""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 
+from rich.cells import cell_len, chop_cells
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown as RichMarkdown
-from rich.markup import escape
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
 from ...model import Record, now_ms
-from ...present import describe_changes, record_facts, when
+from ...present import (
+    ADDED,
+    HUNK,
+    NOTE,
+    REMOVED,
+    REVISION,
+    hidden_warning,
+    history_lines,
+    record_facts,
+    record_hidden_characters,
+    visible,
+)
 from ..labels import scope_text
+from .markdown_view import hidden_summary, safe_markdown
 from .scrolling import set_virtual_size
+
+# A longer content shows this much as Markdown (Rich renders about a millisecond per line of
+# a code fence); ``m`` shows all of it as raw text, wrapped lazily.
+PREVIEW_LINES = 100
+PREVIEW_CHARS = 10_000
+
+GUTTER = "▎ "  # before every line of content: content cannot draw a line without it
+_RAW = "raw content"  # a part standing for the content's raw text, wrapped lazily (_RawLines)
+_WARNING = Style(bold=True, reverse=True)
+_BOLD = Style(bold=True)
+_HEADING = Style(bold=True, dim=True)
+_DIM = Style(dim=True)
+_GUTTER = Style(dim=True)
+_HISTORY = {
+    REMOVED: Style(color="red"),
+    ADDED: Style(color="green"),
+    HUNK: Style(color="cyan", dim=True),
+    NOTE: Style(dim=True, italic=True),
+}
 
 
 def metadata_text(
@@ -25,9 +70,9 @@ def metadata_text(
     now: int | None = None,
     conflict_group: object = None,
     rivals: int = 0,
-) -> str:
+) -> Text:
     """The record's facts (``present.record_facts``, what ``dsh-memory show`` prints too), one
-    per line; ``root_id`` (the workspace's) reads as its name.
+    per line, names in bold; ``root_id`` (the workspace's) reads as its name.
     """
     rows = record_facts(
         record,
@@ -36,26 +81,69 @@ def metadata_text(
         conflict_group=conflict_group,
         rivals=rivals,
     )
-    out = []
-    for name, value in rows:
+    out = Text()
+    for n, (name, value) in enumerate(rows):
         if name == "conflict" and rivals:
             value += ": K compares the versions and keeps one"
         elif name == "verification" and value.endswith("re-verify it)"):
             value = value[:-1] + " with R)"
-        out.append(f"[b]{name:<12}[/b] {escape(value)}")
-    return "\n".join(out)
+        if n:
+            out.append("\n")
+        out.append(f"{name:<12}", _BOLD)
+        out.append(f" {value}")
+    return out
 
 
-def history_text(history: Sequence[Record]) -> str:
-    lines = []
-    prev: Record | None = None
-    for version in history:
-        change = "; ".join(describe_changes(prev, version))
-        lines.append(
-            f"[b]r{version.governance.revision}[/b] {when(version.updatedAt)}  {escape(change)}"
-        )
-        prev = version
-    return "\n".join(lines) or "(no history in the file)"
+def history_text(history: Sequence[Record]) -> Text:
+    """Each revision and, below it, what it changed (``present.history_lines``): removed lines
+    red, added green."""
+    out = Text()
+    for n, (kind, line) in enumerate(history_lines(history)):
+        if n:
+            out.append("\n")
+        if kind == REVISION:
+            revision, _, rest = line.partition("  ")
+            out.append(revision, _BOLD)
+            out.append(f"  {rest}")
+        else:
+            mark = f"{kind} " if kind in (REMOVED, ADDED) else "  "
+            out.append(f"    {mark}{line}", _HISTORY.get(kind, Style()))
+    return out if history else Text("(no history in the file)", style=_DIM)
+
+
+def _preview(content: str) -> tuple[str, int]:
+    """The part of ``content`` shown as Markdown, and how many lines are left out."""
+    lines = content.count("\n") + 1
+    if lines <= PREVIEW_LINES and len(content) <= PREVIEW_CHARS:
+        return content, 0
+    head = "\n".join(content.split("\n", PREVIEW_LINES)[:PREVIEW_LINES])[:PREVIEW_CHARS]
+    return head, lines - (head.count("\n") + 1)
+
+
+class _RawLines:
+    """The content as raw text behind the gutter, wrapped at ``width`` cells a line at a time
+    when it is drawn: only the wrapped height of each line is computed up front."""
+
+    def __init__(self, content: str, width: int, style: Style) -> None:
+        self.lines = visible(content, multiline=True).expandtabs(4).split("\n")
+        self.width = max(1, width - cell_len(GUTTER))
+        self.style = style
+        self.starts = [0, *itertools.accumulate(map(self._height, self.lines))]
+
+    def _height(self, line: str) -> int:
+        if line.isascii():
+            return max(1, -(-len(line) // self.width))
+        return max(1, len(chop_cells(line, self.width)))
+
+    def __len__(self) -> int:
+        return self.starts[-1]
+
+    def strip(self, y: int) -> Strip:
+        n = bisect.bisect_right(self.starts, y) - 1
+        line = self.lines[n]
+        part = chop_cells(line, self.width)[y - self.starts[n]] if line else ""
+        segments = [Segment(GUTTER, self.style + _GUTTER), Segment(part, self.style)]
+        return Strip(segments).adjust_cell_length(self.width + cell_len(GUTTER), self.style)
 
 
 class DetailPane(ScrollView):
@@ -66,7 +154,8 @@ class DetailPane(ScrollView):
     another record repaints the pane and nothing else: no layout, no second frame (a Static
     here cost a screen layout, two Rich renders and a scrollbar repaint per cursor move). The
     scrollbar is always shown so a long record after a short one does not change the width
-    left for text (that too would take a layout).
+    left for text (that too would take a layout). Text in it can be selected with the mouse
+    and copied (ctrl+c).
     """
 
     DEFAULT_CSS = """
@@ -77,19 +166,25 @@ class DetailPane(ScrollView):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.root_id = root_id  # the workspace's: its records' scope reads "this workspace"
         self.shown: tuple[str, int] | None = None
+        self.raw = False  # the content as its raw text instead of Markdown (``m``)
         self._state: tuple[object, ...] = ()
         self._record: Record | None = None
+        self._history: Sequence[Record] = ()
+        self._now: int | None = None
         self._note: tuple[str, tuple[str, ...]] | None = None
-        self._content: RenderableType = Text("No record selected", style="dim")
-        self._lines: list[Strip] = []
+        self._parts: list[RenderableType | str] = [Text("No record selected", style="dim")]
+        # The rendered parts: strips, or the raw content wrapped on demand.
+        self._blocks: list[list[Strip] | _RawLines] = []
+        self._block_starts: list[int] = [0]
         self._rendered_width = -1
 
     @property
     def text(self) -> str:
         """What the pane shows, as plain text, rendered at the pane's width (80 columns while it
         has none: a hidden tab). Changes nothing on screen."""
-        lines = self._render(self.scrollable_content_region.width or 80)
-        return "\n".join(strip.text.rstrip() for strip in lines)
+        width = self.scrollable_content_region.width or 80
+        blocks, starts = self._render_blocks(width)
+        return "\n".join(self._line(blocks, starts, y).text.rstrip() for y in range(starts[-1]))
 
     def show(
         self,
@@ -112,42 +207,90 @@ class DetailPane(ScrollView):
             and record is self._record
         ):
             return
+        if key is None or self.shown is None or key[0] != self.shown[0]:
+            self.raw = False  # another record opens as Markdown
         self.shown, self._state, self._record = key, state, record
+        self._history, self._now = history, now
         self._note = None
         if record is None:
-            self._set(Text("No record selected", style="dim"))
+            self._set([Text("No record selected", style="dim")])
             return
-        self._set(
-            Group(
-                Text(record.title or "(forgotten)", style="bold"),
-                Text(""),
-                RichMarkdown(record.content or "*(no content)*"),
-                Text(""),
-                Text("Details", style="bold dim"),
-                Text.from_markup(
-                    metadata_text(
-                        record, self.root_id, now=now, conflict_group=conflict_group, rivals=rivals
+        self._set(self._record_parts())
+
+    def toggle_raw(self) -> None:
+        """Show the content as its raw text, or as Markdown again."""
+        if self._record is None:
+            return
+        self.raw = not self.raw
+        self._set(self._record_parts(), scroll=False)
+
+    def _record_parts(self) -> list[RenderableType | str]:
+        record = self._record
+        assert record is not None
+        conflict_group, rivals = self._state[1], self._state[2]
+        assert isinstance(rivals, int)
+        parts: list[RenderableType | str] = []
+        warnings = []
+        hidden = record_hidden_characters(record)
+        if hidden:
+            warnings.append(f"⚠ This record {hidden_warning(hidden)}.")
+        content = record.content
+        if self.raw:
+            heading = "Content: raw text (m: as Markdown)"
+        else:
+            preview, left_out = _preview(content)
+            markdown, masked = safe_markdown(preview or "*(no content)*")
+            if masked:
+                warnings.append(
+                    f"⚠ Its Markdown holds what a Markdown view hides ({hidden_summary(masked)}):"
+                    " shown here as code; m shows the raw text."
+                )
+            heading = "Content: Markdown (m: raw text)"
+        parts += [Text(w, style=_WARNING) for w in warnings]
+        parts += [
+            Text(visible(record.title) or "(forgotten)", style=_BOLD),
+            Text(""),
+            Text(heading, style=_HEADING),
+        ]
+        if self.raw:
+            parts.append(_RAW)
+        else:
+            parts.append(_Guttered(markdown))
+            if left_out:
+                size = len(content.encode("utf-8", "surrogatepass")) / 1024
+                parts.append(
+                    Text(
+                        f"… {left_out} more line{'s' if left_out != 1 else ''} of content not"
+                        f" shown ({size:.0f} KiB in all): press m for all of it as raw text",
+                        style=_WARNING,
                     )
-                ),
-                Text(""),
-                Text("History", style="bold dim"),
-                Text.from_markup(history_text(history)),
-            )
-        )
+                )
+        parts += [
+            Text(""),
+            Text("Details", style=_HEADING),
+            metadata_text(
+                record, self.root_id, now=self._now, conflict_group=conflict_group, rivals=rivals
+            ),
+            Text(""),
+            Text("History", style=_HEADING),
+            history_text(self._history),
+        ]
+        return parts
 
     def show_note(self, title: str, lines: Sequence[str]) -> None:
         """Something that is not a record (a session group's header row)."""
         note = (title, tuple(lines))
         if note == self._note:
             return  # a sync that changed nothing here must not render it again
-        self.shown, self._note, self._state = None, note, ()
-        self._set(Group(Text(title, style="bold"), Text(""), *(Text(line) for line in lines)))
+        self.shown, self._note, self._state, self._record = None, note, (), None
+        self._set([Text(visible(title), style=_BOLD), Text(""), *(Text(visible(t)) for t in lines)])
 
-    def _set(self, content: RenderableType) -> None:
-        self._content = content
+    def _set(self, parts: list[RenderableType | str], *, scroll: bool = True) -> None:
+        self._parts = parts
         self._rendered_width = -1
         self._render_lines()
-        self.scroll_to(y=0, animate=False)
+        if scroll:
+            self.scroll_to(y=0, animate=False)
         self.refresh()
 
     def _render_lines(self) -> None:
@@ -156,15 +299,50 @@ class DetailPane(ScrollView):
         if width == self._rendered_width:
             return
         self._rendered_width = width
-        self._lines = self._render(width) if width > 0 else []
-        set_virtual_size(self, Size(width, len(self._lines)))
+        if width > 0:
+            self._blocks, self._block_starts = self._render_blocks(width)
+        else:
+            self._blocks, self._block_starts = [], [0]
+        set_virtual_size(self, Size(width, self._block_starts[-1]))
 
-    def _render(self, width: int) -> list[Strip]:
+    def _render_blocks(self, width: int) -> tuple[list[list[Strip] | _RawLines], list[int]]:
+        """The parts rendered at ``width``: strips, and the raw content as ``_RawLines``."""
         options = self.app.console_options.update(width=width, highlight=False)
-        lines = self.app.console.render_lines(
-            self._content, options, style=self.rich_style, pad=True
-        )
-        return [Strip(line, width) for line in lines]
+        blocks: list[list[Strip] | _RawLines] = []
+        pending: list[RenderableType] = []
+
+        def flush() -> None:
+            if pending:
+                lines = self.app.console.render_lines(
+                    Group(*pending), options, style=self.rich_style, pad=True
+                )
+                blocks.append([Strip(line, width) for line in lines])
+                pending.clear()
+
+        gutter = Segment(GUTTER, self.rich_style + _GUTTER)
+        inner = options.update(width=max(1, width - cell_len(GUTTER)))
+        for part in self._parts:
+            if isinstance(part, _Guttered):
+                flush()
+                lines = self.app.console.render_lines(
+                    part.renderable, inner, style=self.rich_style, pad=True
+                )
+                blocks.append([Strip([gutter, *line], width) for line in lines])
+            elif part is _RAW:
+                flush()
+                assert self._record is not None
+                blocks.append(_RawLines(self._record.content, width, self.rich_style))
+            else:
+                pending.append(part)
+        flush()
+        starts = [0, *itertools.accumulate(len(b) for b in blocks)]
+        return blocks, starts
+
+    @staticmethod
+    def _line(blocks: list[list[Strip] | _RawLines], starts: list[int], y: int) -> Strip:
+        n = bisect.bisect_right(starts, y) - 1
+        block = blocks[n]
+        return block.strip(y - starts[n]) if isinstance(block, _RawLines) else block[y - starts[n]]
 
     def on_resize(self) -> None:
         self._render_lines()
@@ -179,6 +357,53 @@ class DetailPane(ScrollView):
         self._render_lines()
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        if 0 <= index < len(self._lines):
-            return self._lines[index]
-        return Strip.blank(width, self.rich_style)
+        if not 0 <= index < self._block_starts[-1]:
+            return Strip.blank(width, self.rich_style)
+        strip = self._line(self._blocks, self._block_starts, index)
+        selection = self.text_selection
+        if selection is not None and (span := selection.get_span(index)) is not None:
+            strip = _highlight(
+                strip, *span, self.screen.get_component_rich_style("screen--selection")
+            )
+        return strip.apply_offsets(0, index)
+
+    # ------------------------------------------------------------------ selection
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text, as shown (for ctrl+c)."""
+        self._render_lines()
+        blocks, starts = self._blocks, self._block_starts
+        lines = (self._line(blocks, starts, y).text.rstrip() for y in range(starts[-1]))
+        return selection.extract("\n".join(lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
+
+
+class _Guttered:
+    """A part drawn behind ``GUTTER`` on every line, two cells narrower (the content)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+
+def _highlight(strip: Strip, start: int, end: int, style: Style) -> Strip:
+    """``strip`` with the characters from ``start`` to ``end`` (-1: the end) in ``style``."""
+    out: list[Segment] = []
+    x = 0
+    for segment in strip:
+        text, seg_style, control = segment
+        a, b = x, x + len(text)
+        x = b
+        stop = b if end == -1 else min(b, end)
+        lo = max(a, start)
+        if control or lo >= stop:
+            out.append(segment)
+            continue
+        base = seg_style or Style()
+        if lo > a:
+            out.append(Segment(text[: lo - a], seg_style))
+        out.append(Segment(text[lo - a : stop - a], base + style))
+        if stop < b:
+            out.append(Segment(text[stop - a :], seg_style))
+    return Strip(out, strip.cell_length)

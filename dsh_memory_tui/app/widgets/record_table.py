@@ -28,13 +28,19 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ...present import visible
 from .scrolling import set_virtual_size
 
 __all__ = ["Column", "RecordTable", "Row"]
 
-_GUTTER_WIDTH = 2
-_MARK_GUTTER = "● "
-_BLANK_GUTTER = "  "
+# The gutter says in glyphs what the row's colours say, so that the cursor and the marks read
+# without colour too (NO_COLOR draws every background as a shade of grey): the cursor (filled
+# while the table has focus), then the mark, then a space.
+_GUTTER_WIDTH = 3
+_CURSOR_GLYPH = "▶"
+_BLURRED_CURSOR_GLYPH = "▷"
+_MARK_GLYPH = "●"
+_BLANK_GUTTER = "   "
 _ELLIPSIS = "…"
 
 # Row state bits, part of the strip cache key. _FOCUSED is only set together with _CURSOR
@@ -92,17 +98,13 @@ class Row:
     dim: bool = False
 
 
-def _printable(text: str) -> str:
-    """Replace control characters (newlines, tabs) that would break a one-line cell."""
-    return "".join(char if char.isprintable() else " " for char in text)
-
-
 def _fit(text: str, width: int) -> str:
-    """Pad or truncate `text` to exactly `width` cells, marking truncation with an ellipsis."""
+    """Pad or truncate `text` to exactly `width` cells, marking truncation with an ellipsis.
+    Control, bidi and zero-width characters are shown as their stand-ins (``present.visible``):
+    a cell may hold an agent's text, and they would break the line or act on the terminal."""
     if width <= 0:
         return ""
-    if not text.isprintable():
-        text = _printable(text)
+    text = visible(text)  # not only the non-printable: a Hangul filler or a variation selector
     if cell_len(text) <= width:
         return set_cell_size(text, width)
     # set_cell_size pads with a space when a wide character straddles the cut.
@@ -119,14 +121,14 @@ class RecordTable(ScrollView, can_focus=True):
     ALLOW_SELECT = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "Up", show=False, id="record_table.cursor_up"),
-        Binding("down", "cursor_down", "Down", show=False, id="record_table.cursor_down"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="record_table.cursor_up"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="record_table.cursor_down"),
         Binding("pageup", "cursor_page_up", "Page up", show=False, id="record_table.page_up"),
         Binding(
             "pagedown", "cursor_page_down", "Page down", show=False, id="record_table.page_down"
         ),
-        Binding("home", "cursor_first", "First", show=False, id="record_table.first"),
-        Binding("end", "cursor_last", "Last", show=False, id="record_table.last"),
+        Binding("home,g", "cursor_first", "First", show=False, id="record_table.first"),
+        Binding("end,G", "cursor_last", "Last", show=False, id="record_table.last"),
         Binding("enter", "select_cursor", "Open", show=False, id="record_table.select"),
         Binding(
             "space",
@@ -256,7 +258,7 @@ class RecordTable(ScrollView, can_focus=True):
         self._flash_slots: set[int] = set()
         self._strip_cache: dict[str, tuple[Row, int, int, Strip]] = {}
         self._header_cache: dict[int, Strip] = {}
-        self._layout_cache: dict[int, tuple[tuple[int, ...], int]] = {}
+        self._widths_cache: dict[int, tuple[tuple[int, ...], int]] = {}
         self._style_cache: dict[tuple[str, ...], Style] = {}
         self.set_reactive(RecordTable.empty_message, empty_message)
 
@@ -296,6 +298,10 @@ class RecordTable(ScrollView, can_focus=True):
         """The row with `key`, or None if there is none."""
         position = self._position(key)
         return None if position is None else self._rows[position]
+
+    def row_keys(self) -> list[str]:
+        """Keys of every row, in row order."""
+        return [row.key for row in self._rows]
 
     def marked_in_order(self) -> list[str]:
         """Keys of the marked rows, in row order."""
@@ -376,7 +382,7 @@ class RecordTable(ScrollView, can_focus=True):
         self._refresh_rows_from(first_changed)
         self._report_cursor()
 
-    def remove(self, key: str) -> None:
+    def remove_row(self, key: str) -> None:
         """Remove the row with `key` (no-op if absent); its mark and flash go with it."""
         position = self._position(key)
         if position is None:
@@ -423,6 +429,16 @@ class RecordTable(ScrollView, can_focus=True):
         if not self._marks:
             return
         self._marks.clear()
+        self.refresh()
+        self._report_marks()
+
+    def mark(self, keys: Iterable[str]) -> None:
+        """Mark the rows `keys` (keys of no row are ignored). Posts MarksChanged if any row
+        was not marked before."""
+        new = {key for key in keys if key not in self._marks and self._position(key) is not None}
+        if not new:
+            return
+        self._marks |= new
         self.refresh()
         self._report_marks()
 
@@ -557,7 +573,11 @@ class RecordTable(ScrollView, can_focus=True):
             for column, column_width in enumerate(widths)
             if column_width
         ]
-        gutter = _MARK_GUTTER if state & _MARKED else _BLANK_GUTTER
+        if state & _CURSOR:
+            cursor = _CURSOR_GLYPH if state & _FOCUSED else _BLURRED_CURSOR_GLYPH
+        else:
+            cursor = " "
+        gutter = cursor + (_MARK_GLYPH if state & _MARKED else " ") + " "
         style = self._row_style(state, row.dim)
         strip = Strip([Segment(gutter + " ".join(fitted), style)], total)
         return strip if total == width else strip.adjust_cell_length(width, style)
@@ -587,7 +607,7 @@ class RecordTable(ScrollView, can_focus=True):
 
     def _column_widths(self, width: int) -> tuple[tuple[int, ...], int]:
         """Column widths for a viewport `width`, and the resulting line length."""
-        layout = self._layout_cache.get(width)
+        layout = self._widths_cache.get(width)
         if layout is None:
             columns = [
                 column
@@ -610,7 +630,7 @@ class RecordTable(ScrollView, can_focus=True):
                     extra -= 1
             total = _GUTTER_WIDTH + sum(widths) + len(columns) - 1
             layout = (tuple(widths), total)
-            self._layout_cache[width] = layout
+            self._widths_cache[width] = layout
         return layout
 
     def _row_style(self, state: int, dim: bool) -> Style:
