@@ -4,7 +4,7 @@ function the server answers with), with the size of each and of the whole text.
 
 from __future__ import annotations
 
-from rich.markup import escape
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,7 +15,7 @@ from textual.widgets import Button, Label, Static
 from ...agent_view import SCOPE_WORDS, AgentView, Audience, agent_view, render_record
 from ...errors import StoreError
 from ...model import Scope, utf8_len
-from ...present import PINNED_MARK
+from ...present import PINNED_MARK, visible
 from ...store import MemoryStore
 
 
@@ -44,34 +44,36 @@ def scope_views(store: MemoryStore, session: str | None) -> list[tuple[Scope, Ag
     return out
 
 
-def summary_markup(views: list[tuple[Scope, AgentView | str]]) -> str:
-    lines: list[str] = []
+def summary_text(views: list[tuple[Scope, AgentView | str]]) -> Text:
+    """Each scope's served records, titled, with sizes. Built from plain strings with styles:
+    a title is an agent's text, never markup; its hidden characters are shown (``visible``)."""
+    out = Text()
     for scope, view in views:
-        head = f"[b]{escape(SCOPE_WORDS[scope])}[/b] ({scope.value})"
+        out.append(SCOPE_WORDS[scope], "bold")
+        out.append(f" ({scope.value})")
         if scope is Scope.SHARED:
-            head += " [dim]served only by `dsh-memory mcp --include-shared`[/dim]"
+            out.append(" served only by `dsh-memory mcp --include-shared`", "dim")
         if isinstance(view, str):
-            lines += [head, f"  [dim]{escape(view)}[/dim]", ""]
+            out.append("\n  ")
+            out.append(visible(view), "dim")
+            out.append("\n\n")
             continue
         count = len(view.records)
-        lines.append(
-            f"{head}: {count} record{'s' if count != 1 else ''}, {_size(view.size)} of text"
-        )
+        out.append(f": {count} record{'s' if count != 1 else ''}, {_size(view.size)} of text\n")
         for record in view.records:
             mark = PINNED_MARK if record.governance.pinned else " "
             size = utf8_len(render_record(record))
-            lines.append(
-                f"  {mark} {escape(record.title)}  [dim]{record.type.value} · {_size(size)}[/dim]"
-            )
+            out.append(f"  {mark} {visible(record.title)}  ")
+            out.append(f"{record.type.value} · {_size(size)}\n", "dim")
         if not count:
-            lines.append("  [dim]nothing: no active, verified, unexpired record here[/dim]")
-        lines.append("")
-    lines.append(
-        "[dim]Served: active, verified by a human, not expired; pinned first, then "
-        "the newest. Proposals, imports, stale, rejected and archived records never "
-        "are.[/dim]"
+            out.append("  nothing: no active, verified, unexpired record here\n", "dim")
+        out.append("\n")
+    out.append(
+        "Served: active, verified by a human, not expired; pinned first, then the newest. "
+        "Proposals, imports, stale, rejected and archived records never are.",
+        "dim",
     )
-    return "\n".join(lines)
+    return out
 
 
 class AgentScreen(ModalScreen[None]):
@@ -96,7 +98,7 @@ class AgentScreen(ModalScreen[None]):
         with Vertical(classes="dialog-box agent-box"):
             yield Label("What the agent sees", classes="dialog-title")
             with VerticalScroll(id="agent-body"):
-                yield Static(summary_markup(self.views), id="agent-summary")
+                yield Static(summary_text(self.views), id="agent-summary")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Exact text (t)", id="text")
                 yield Button("Close", id="close", variant="primary")
@@ -110,9 +112,9 @@ class AgentScreen(ModalScreen[None]):
         self.showing_text = not self.showing_text
         body = self.query_one("#agent-summary", Static)
         if self.showing_text:
-            body.update(escape(self.text))
+            body.update(Text(visible(self.text, multiline=True)))
         else:
-            body.update(summary_markup(self.views))
+            body.update(summary_text(self.views))
 
     def action_close(self) -> None:
         self.dismiss(None)

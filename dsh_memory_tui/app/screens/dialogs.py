@@ -1,9 +1,14 @@
-"""Small modal dialogs: confirm, reason, copy-to-scope, help."""
+"""Small modal dialogs: confirm, reason, copy-to-scope, help.
+
+Their texts name records (titles, ids, paths), which may be an agent's text: none is parsed as
+markup (a title ``[@click=app.verify]x`` is those characters, not a link that verifies) and each
+is ``present.visible`` (controls, bidi and zero-width characters shown as stand-ins)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,10 +18,21 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...model import AUDIENCE_BY_SCOPE, Scope
+from ...present import visible
+
+
+def _plain(text: str) -> Static:
+    """A dialog's message: its text as it is, every character shown, no markup."""
+    return Static(visible(text, multiline=True), classes="dialog-message", markup=False)
+
+
+def _title(text: str) -> Label:
+    return Label(visible(text), classes="dialog-title", markup=False)
 
 
 class ConfirmDialog(ModalScreen[bool]):
-    """A yes/no question. Enter or the first button says yes; Escape says no."""
+    """A yes/no question. Enter on the first button says yes (a ``danger`` question starts on
+    Cancel); Escape says no."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -26,14 +42,16 @@ class ConfirmDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Label(self.title_text, classes="dialog-title")
-            yield Static(self.message, classes="dialog-message")
+            yield _title(self.title_text)
+            with VerticalScroll(classes="dialog-scroll"):
+                yield _plain(self.message)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.yes, id="yes", variant="error" if self.danger else "primary")
                 yield Button("Cancel", id="no")
 
     def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()
+        # A destructive question (forget) starts on Cancel: Enter alone must not erase.
+        self.set_focus(self.query_one("#no" if self.danger else "#yes", Button))
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
@@ -57,8 +75,9 @@ class ReasonDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Label(self.title_text, classes="dialog-title")
-            yield Static(self.prompt, classes="dialog-message")
+            yield _title(self.title_text)
+            with VerticalScroll(classes="dialog-scroll"):
+                yield _plain(self.prompt)
             yield Input(placeholder="reason (optional)", id="reason")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action, id="ok", variant=self.variant)  # type: ignore[arg-type]
@@ -94,11 +113,14 @@ class CopyDialog(ModalScreen[Scope | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
             yield Label("Copy to scope", classes="dialog-title")
-            yield Static(f"Copy “{self.title_text}” into:", classes="dialog-message")
+            yield _plain(f"Copy “{visible(self.title_text)}” into:")
             yield OptionList(
                 *[
                     Option(
-                        f"{s.value}: seen by {AUDIENCE_BY_SCOPE[s]}\n  {self.paths[s]}", id=s.value
+                        Text(
+                            f"{s.value}: seen by {AUDIENCE_BY_SCOPE[s]}\n  {visible(self.paths[s])}"
+                        ),
+                        id=s.value,
                     )
                     for s in self.targets
                 ],
@@ -156,7 +178,8 @@ class HelpScreen(ModalScreen[None]):
             yield Label("dsh-memory: keys", classes="dialog-title")
             with VerticalScroll():
                 yield Static("\n".join(lines), id="help-keys")
-                yield Static("\n".join(self.notes), id="help-notes", markup=False)
+                notes = "\n".join(visible(note) for note in self.notes)
+                yield Static(notes, id="help-notes", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", id="close", variant="primary")
 
