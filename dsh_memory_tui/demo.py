@@ -3,9 +3,12 @@
 ``build_demo`` fills a fresh home and workspace (an API service, ``acme-api``) through the
 store's public API, as alice: decisions, conventions and facts with history, agent proposals,
 imported records, shared-project records, two users' profiles, two sessions with auto-writer
-digests, an archived and a rejected record, a newer-schema line and a corrupt line.
+digests, an open conflict group, an archived and a rejected record, a newer-schema line and a
+corrupt line.
 ``run_live`` then plays another process: an agent proposing and a host's tool results arriving
-every few seconds. Used by ``dsh-memory demo DIR [--live]`` and ``dsh-memory-tui --demo``.
+every few seconds. Used by ``dsh-memory demo DIR [--live]`` and ``dsh-memory-tui --demo``; a
+demo already in DIR (the one ``--demo`` names in its status line and help, say) is attached to
+by ``open_demo``, so ``dsh-memory demo DIR --live`` in a second shell writes into it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +50,7 @@ OTHER_USER = "bob"
 # Session ids; their root is the demo workspace's rootId (as the host would write them).
 SESSION_ID = "sess-2f9c41"
 EARLIER_SESSION_ID = "sess-1a77e0"
+HOME_DIR, WORKSPACE_DIR = "home", "acme-api"  # under the demo's DIR
 _DAY_MS = 24 * 3600 * 1000
 _STEP_MS = 83 * 60 * 1000  # the demo's history: one change every 83 minutes
 
@@ -190,6 +195,16 @@ _PROPOSALS = [
         ["dev"],
     ),
 ]
+
+# Another version of the "lint" convention, as a later session saw it: the two make an open
+# conflict group (same type and title, other content) for the conflict view.
+_RIVAL_LINT = (
+    RecordType.CONVENTION,
+    "ruff and mypy --strict gate every pull request",
+    "CI runs `ruff check`, `ruff format --check` and `mypy --strict src/ tests/`; the tests are "
+    "type-checked too since the fixtures got annotations.",
+    ["ci"],
+)
 
 _REJECTED = (
     RecordType.DECISION,
@@ -375,7 +390,7 @@ def build_demo(root: str | Path) -> DemoPaths:
     records. USAGE if either exists and is not empty; other StoreErrors as the store raises.
     """
     root = Path(root).expanduser().absolute()
-    home, workspace = root / "home", root / "acme-api"
+    home, workspace = root / HOME_DIR, root / WORKSPACE_DIR
     _empty_dir(home)
     _empty_dir(workspace)
     clock = _HistoryClock()
@@ -413,6 +428,7 @@ def build_demo(root: str | Path) -> DemoPaths:
     refs = [SourceRef(kind="session", id=EARLIER_SESSION_ID)]
     for t, title, content, tags in _PROPOSALS:
         alice.propose(Scope.PROJECT, t, title, content, tags, source_refs=refs)
+    alice.propose(Scope.PROJECT, *_RIVAL_LINT, source_refs=refs)
     rejected = alice.propose(Scope.PROJECT, *_REJECTED, source_refs=refs).id
     alice.reject(rejected, reason="PCI DSS: card numbers never leave Stripe; refund by charge id")
 
@@ -440,6 +456,41 @@ def build_demo(root: str | Path) -> DemoPaths:
     with view.safe.locked():
         view.safe.append(json.dumps(future).encode() + b"\n" + _CORRUPT_LINE)
     return demo
+
+
+def is_demo(root: str | Path) -> bool:
+    """True if ``root`` holds a demo ``build_demo`` made (its home and workspace stores)."""
+    root = Path(root).expanduser().absolute()
+    project = StorePaths.resolve(root / HOME_DIR, root / WORKSPACE_DIR, USER).project_file()
+    return (root / HOME_DIR).is_dir() and project.path.is_file()
+
+
+def open_demo(root: str | Path) -> DemoPaths:
+    """The demo ``build_demo(root)`` made, to attach to. USAGE if ``root`` holds none."""
+    if not is_demo(root):
+        raise StoreError(
+            ErrorCode.USAGE,
+            f"{root} holds no demo (expected {HOME_DIR}/ and {WORKSPACE_DIR}/ in it, as "
+            "`dsh-memory demo DIR` makes them)",
+        )
+    root = Path(root).expanduser().absolute()
+    paths = StorePaths.resolve(root / HOME_DIR, root / WORKSPACE_DIR, USER)
+    return DemoPaths(paths.home, paths.workspace, USER, OTHER_USER, (SESSION_ID, paths.root_id))
+
+
+def reach_commands(home: Path, workspace: Path, user: str = USER) -> list[str]:
+    """How another shell reaches the demo whose home is ``home`` (``DIR/home``): live writes
+    into it, the app and the CLI on it."""
+    root = shlex.quote(str(home.parent))
+    where = (
+        f"--home {shlex.quote(str(home))} --workspace {shlex.quote(str(workspace))} "
+        f"--user {shlex.quote(user)}"
+    )
+    return [
+        f"dsh-memory demo {root} --live",
+        f"dsh-memory-tui {where}",
+        f"dsh-memory {where} list",
+    ]
 
 
 def _imported(
@@ -615,4 +666,11 @@ def run_live(
             writer.flush_all()
 
 
-__all__ = ["DemoPaths", "build_demo", "run_live"]
+__all__ = [
+    "DemoPaths",
+    "build_demo",
+    "is_demo",
+    "open_demo",
+    "reach_commands",
+    "run_live",
+]

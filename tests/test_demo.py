@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO_ROOT, WAIT_S, wait_for
 
 from dsh_memory_tui.autowriter import digest_id_prefix
-from dsh_memory_tui.demo import DemoPaths, build_demo, run_live
+from dsh_memory_tui.demo import DemoPaths, build_demo, is_demo, open_demo, run_live
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.model import Origin, Scope, Status, Verification, session_scope_key
 from dsh_memory_tui.store import MemoryStore
@@ -234,3 +234,56 @@ def test_cli_demo_builds_then_live_stops_cleanly_on_a_signal(tmp_path: Path, sig
             raise
     assert proc.returncode == 0
     assert err == ""
+
+
+def test_open_demo_attaches_to_the_demo_a_directory_holds(demo: DemoPaths) -> None:
+    assert is_demo(demo.home.parent)
+    assert open_demo(demo.home.parent) == demo
+
+
+def test_open_demo_refuses_a_directory_without_one(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    assert not is_demo(tmp_path)
+    with pytest.raises(StoreError) as caught:
+        open_demo(tmp_path)
+    assert caught.value.code == "USAGE"
+    assert "holds no demo" in caught.value.message
+
+
+def test_cli_demo_live_on_an_existing_demo_writes_into_it(demo: DemoPaths) -> None:
+    # As a second shell does for the demo dsh-memory-tui --demo opened (its DIR is on screen).
+    root = demo.home.parent
+    store = MemoryStore.open(demo.home, demo.workspace, demo.user)
+    before = len(store.review_queue())
+    cmd = [sys.executable, "-m", "dsh_memory_tui.cli", "demo", str(root), "--live"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(4)]
+        assert lines[0].split() == ["demo", "home:", str(demo.home)]
+        assert lines[3].startswith("appending live records")
+        wait_for(lambda: len(store.review_queue()) > before, "a live proposal in the old demo")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    assert proc.returncode == 0
+    assert err == ""
+
+
+def test_the_demo_has_an_open_conflict_group(alice: MemoryStore) -> None:
+    from dsh_memory_tui.governance import ConflictIndex
+
+    records = alice.records(Scope.PROJECT)
+    index = ConflictIndex(records)
+    grouped = [r for r in records if index.group(r.id) is not None]
+    assert len(grouped) == 2
+    assert {r.governance.verification for r in grouped} == {
+        Verification.VERIFIED,
+        Verification.UNVERIFIED,
+    }
