@@ -4,9 +4,13 @@ own is "this workspace"; another workspace's is shortened where room is short.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from ..model import Record, Scope
 
 THIS_WORKSPACE = "this workspace"
+# Said wherever a shared-project record is acted on: its file is committed with the project.
+SHARED_WARNING = "⚠ seen by the whole team (committed with the project)"
 _SHORT_ROOT = len("root:") + 12
 
 
@@ -43,4 +47,29 @@ def scope_text(record: Record, root_id: str) -> str:
         where = root_label(key, root_id)
     else:
         where = key
-    return f"{record.scope.value} · {where}"
+    text = f"{record.scope.value} · {where}"
+    if record.scope is Scope.SHARED:
+        text += f" · {SHARED_WARNING}"
+    return text
+
+
+BATCH_LISTED = 12  # a batch's confirmation names this many records
+
+
+def batch_list(records: Sequence[Record], why_not: Callable[[Record], str | None]) -> str:
+    """What a batch will touch, for its confirmation: each record's title and scope (and why
+    the rules will skip it), then how many are shared-project (the whole team sees those)."""
+    lines = []
+    for record in records[:BATCH_LISTED]:
+        scope = "SHARED" if record.scope is Scope.SHARED else record.scope.value
+        line = f"• “{record.title or '(forgotten)'}” · {scope}"
+        why = why_not(record)
+        if why:
+            line += f" · skipped: {why}"
+        lines.append(line)
+    if len(records) > BATCH_LISTED:
+        lines.append(f"… and {len(records) - BATCH_LISTED} more")
+    shared = sum(1 for r in records if r.scope is Scope.SHARED)
+    if shared:
+        lines.append(f"{shared} of them shared-project: {SHARED_WARNING}")
+    return "\n".join(lines)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.widgets import Input, Static
 
-from ..model import Record, Scope, Status, Verification, now_ms
+from ..model import Origin, Record, RecordType, Scope, Status, Verification, now_ms
 from ..present import SHORT_ORIGIN, expired_at, markers, when
 from .labels import session_label
 from .widgets.detail import DetailPane
@@ -21,14 +24,39 @@ COLUMNS = [
     Column("type", "Type", 10),
     Column("title", "Title", None),
     Column("marks", "", 3),  # pinned, expired, in an open conflict group (present.markers)
-    Column("status", "Status", 8),
+    Column("status", "Status", 9),  # "forgotten" whole
     Column("verification", "Verification", 12),
     Column("origin", "Origin", 8, hide_below=96),
     Column("revision", "Rev", 3),
     Column("updated", "Updated", 11, hide_below=110),
 ]
 
+# The review queue is active and unverified by definition: its rows say instead whose the
+# proposal is (a shared-project one is the whole team's once verified) and where it came from.
+REVIEW_COLUMNS = [
+    Column("type", "Type", 10),
+    Column("title", "Title", None),
+    Column("marks", "", 3),
+    Column("scope", "Scope", 7),
+    Column("origin", "Origin", 8),
+    Column("revision", "Rev", 3),
+    Column("updated", "Updated", 11, hide_below=100),
+]
+SCOPE_CELL = {
+    Scope.SESSION: "session",
+    Scope.PROJECT: "project",
+    Scope.SHARED: "SHARED",  # in capitals: everyone sharing the project will see it
+    Scope.USER: "user",
+}
+
 FILTER_FIELDS = ("type", "status", "origin", "verification", "tag", "conflict")
+# The values a field can take (a filter value is a prefix of one); tag: and conflict: take any.
+FIELD_VALUES: dict[str, tuple[str, ...]] = {
+    "type": tuple(t.value for t in RecordType),
+    "status": tuple(s.value for s in Status),
+    "verification": tuple(v.value for v in Verification),
+    "origin": tuple(o.value for o in Origin) + tuple(SHORT_ORIGIN.values()),
+}
 # Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
 FILTER_FLAGS = ("pinned", "stale", "expired")
 FILTER_HINT = (
@@ -60,29 +88,53 @@ class RecordFilter:
     """``words`` must all appear in title, content or tags; ``fields`` match by prefix;
     ``flags`` are states (pinned, stale, expired). ``conflict:`` alone: any record in an open
     conflict group; ``conflict:<hex>``: that group (by prefix, with or without ``conflict:``).
+
+    A field given more than once matches either value (``type:fact type:decision``).
+    ``problems`` says in words what the filter could not use: an unknown prefix (searched as
+    text, so ``localhost:8000`` still finds itself), a value no record can have, a prefix
+    without a value.
     """
 
     words: tuple[str, ...] = ()
-    fields: tuple[tuple[str, str], ...] = ()
+    fields: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, its values), in typed order
     flags: tuple[str, ...] = ()
     now: int = 0  # for "expired": the time the filter was made
+    problems: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, text: str, now: int | None = None) -> RecordFilter:
         words: list[str] = []
-        fields: list[tuple[str, str]] = []
+        fields: dict[str, list[str]] = {}
         flags: list[str] = []
+        problems: list[str] = []
         for token in text.lower().split():
             name, sep, value = token.partition(":")
             if sep and name == "conflict":
-                fields.append((name, value.removeprefix("conflict:")))
-            elif sep and name in FILTER_FIELDS and value:
-                fields.append((name, value))
+                fields.setdefault(name, []).append(value.removeprefix("conflict:"))
+            elif sep and name in FILTER_FIELDS:
+                known = FIELD_VALUES.get(name)
+                if not value:
+                    choices = f": {', '.join(known)}" if known else ""
+                    problems.append(f"{name}: needs a value{choices}")
+                    continue
+                if known is not None and not any(k.startswith(value) for k in known):
+                    problems.append(f"no such {name} {value!r} ({', '.join(known)})")
+                fields.setdefault(name, []).append(value)
             elif token in FILTER_FLAGS:
                 flags.append(token)
             else:
+                if sep and name.isalpha():
+                    close = difflib.get_close_matches(name, FILTER_FIELDS, n=1)
+                    hint = f"; did you mean {close[0]}:?" if close else ""
+                    problems.append(f"unknown filter prefix {name}: (searched as text{hint})")
                 words.append(token)
-        return cls(tuple(words), tuple(fields), tuple(flags), now_ms() if now is None else now)
+        return cls(
+            tuple(words),
+            tuple((name, tuple(values)) for name, values in fields.items()),
+            tuple(flags),
+            now_ms() if now is None else now,
+            tuple(problems),
+        )
 
     def __bool__(self) -> bool:
         return bool(self.words or self.fields or self.flags)
@@ -108,20 +160,8 @@ class RecordFilter:
                 ok = expired_at(r, self.now)
             if not ok:
                 return False
-        for name, value in self.fields:
-            if name == "conflict":
-                ok = conflict is not None and conflict.removeprefix("conflict:").startswith(value)
-            elif name == "type":
-                ok = r.type.value.startswith(value)
-            elif name == "status":
-                ok = r.status.value.startswith(value)
-            elif name == "verification":
-                ok = g.verification.value.startswith(value)
-            elif name == "origin":
-                ok = g.origin.value.startswith(value) or SHORT_ORIGIN[g.origin].startswith(value)
-            else:
-                ok = any(t.lower().startswith(value) for t in r.tags)
-            if not ok:
+        for name, values in self.fields:
+            if not any(_field_matches(r, name, value, conflict) for value in values):
                 return False
         if self.words:
             hay = " ".join((r.title, r.content, *r.tags)).lower()
@@ -129,13 +169,44 @@ class RecordFilter:
         return True
 
 
+def _field_matches(r: Record, name: str, value: str, conflict: str | None) -> bool:
+    g = r.governance
+    if name == "conflict":
+        return conflict is not None and conflict.removeprefix("conflict:").startswith(value)
+    if name == "type":
+        return r.type.value.startswith(value)
+    if name == "status":
+        return r.status.value.startswith(value)
+    if name == "verification":
+        return g.verification.value.startswith(value)
+    if name == "origin":
+        return g.origin.value.startswith(value) or SHORT_ORIGIN[g.origin].startswith(value)
+    return any(t.lower().startswith(value) for t in r.tags)
+
+
 @lru_cache(maxsize=4096)
 def _minute(minute: int) -> str:
     return when(minute * 60_000, "%m-%d %H:%M")
 
 
-def record_row(r: Record, conflict: bool = False, now: int | None = None) -> Row:
+def record_row(
+    r: Record, conflict: bool = False, now: int | None = None, *, review: bool = False
+) -> Row:
+    """The row of ``r`` under ``COLUMNS``, or with ``review`` under ``REVIEW_COLUMNS``."""
     g = r.governance
+    if review:
+        return Row(
+            r.id,
+            (
+                r.type.value,
+                r.title.replace("\n", " ") or "(forgotten)",
+                markers(r, now_ms() if now is None else now, conflict),
+                SCOPE_CELL[r.scope],
+                SHORT_ORIGIN[g.origin],
+                str(g.revision),
+                _minute(r.updatedAt // 60_000),
+            ),
+        )
     return Row(
         r.id,
         (
@@ -160,6 +231,8 @@ class RecordPane(Vertical):
     """The records of one tab. ``belongs`` decides membership; the pane keeps the candidate set
     so a filter change or an incremental update never goes back to the store.
     """
+
+    BINDINGS = [Binding("m", "toggle_raw", "Raw text", show=False)]
 
     def __init__(
         self,
@@ -191,11 +264,18 @@ class RecordPane(Vertical):
     def grouped(self) -> bool:
         return self.spec.scope is Scope.SESSION
 
+    @property
+    def review(self) -> bool:
+        """The review queue (every scope): its rows name the scope."""
+        return self.spec.scope is None
+
     def compose(self) -> ComposeResult:
         yield Static("", classes="banner hidden", id=f"banner-{self.spec.id}")
         yield Input(placeholder=FILTER_HINT, classes="filter", id=f"filter-{self.spec.id}")
+        yield Static("", classes="filter-problems hidden", id=f"filter-problems-{self.spec.id}")
         with Container(classes="split"):
-            table = RecordTable(COLUMNS, id=f"table-{self.spec.id}")
+            columns = REVIEW_COLUMNS if self.review else COLUMNS
+            table = RecordTable(columns, id=f"table-{self.spec.id}")
             table.empty_message = (
                 "Nothing waiting for review" if self.spec.scope is None else "No records"
             )
@@ -209,6 +289,15 @@ class RecordPane(Vertical):
     @property
     def detail(self) -> DetailPane:
         return self.query_one(DetailPane)
+
+    def action_toggle_raw(self) -> None:
+        """``m``: the detail pane's content as raw text, or as Markdown again."""
+        self.detail.toggle_raw()
+
+    @on(RecordTable.Selected)
+    def _open_detail(self) -> None:
+        """Enter on a row: into the detail pane, to read and scroll the record."""
+        self.detail.focus()
 
     def set_banner(self, text: str) -> None:
         if text == self._banner_text:
@@ -268,7 +357,7 @@ class RecordPane(Vertical):
         cached = self._rows.get(record.id)
         if cached is not None and cached[0] is record and cached[1] is conflict:
             return cached[2]
-        row = record_row(record, conflict, self.clock())
+        row = record_row(record, conflict, self.clock(), review=self.review)
         self._rows[record.id] = (record, conflict, row)
         return row
 
@@ -286,7 +375,7 @@ class RecordPane(Vertical):
                     del self.records[r.id]
                     self._rows.pop(r.id, None)
                     if not regroup:
-                        self.table.remove(r.id)
+                        self.table.remove_row(r.id)
                 continue
             self.records[r.id] = r
             if not known:
@@ -294,7 +383,7 @@ class RecordPane(Vertical):
             if regroup:
                 continue
             if self.filter and not self._matches(r):
-                self.table.remove(r.id)
+                self.table.remove_row(r.id)
             elif self.grouped:
                 regroup = True
             else:
@@ -305,9 +394,23 @@ class RecordPane(Vertical):
 
     def set_filter(self, text: str) -> None:
         new = RecordFilter.parse(text, self.clock())
+        problems = self.query_one(".filter-problems", Static)
+        shown = "; ".join(new.problems)
+        if str(problems.content) != shown:
+            problems.update(shown)
+            problems.set_class(not shown, "hidden")
         if new != self.filter:
             self.filter = new
             self.render_rows()
+
+    def hidden_by_filter(self, record_id: str) -> bool:
+        """True if the record belongs on this tab but the filter keeps it out of the table."""
+        record = self.records.get(record_id)
+        return record is not None and bool(self.filter) and not self._matches(record)
+
+    def mark_all(self) -> None:
+        """Mark every row the table shows (the filter's matches; no session group rows)."""
+        self.table.mark(k for k in self.table.row_keys() if not k.startswith(GROUP_PREFIX))
 
     def record_keys(self) -> list[str]:
         """The record ids the actions apply to: the marked rows, else the cursor row."""

@@ -1,0 +1,261 @@
+"""At 80x24, the smallest terminal the app promises, every screen keeps what the reviewer acts
+with in view: each dialog's buttons, the export's error, the import plan's counts, the text a
+dialog asks about (scrolling when long). And the footer draws only its keys."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from textual.containers import VerticalScroll
+from textual.pilot import Pilot
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Button, Input, Static
+
+from dsh_memory_tui.app.app import MemoryApp
+from dsh_memory_tui.app.screens.bundles import ExportDialog, ImportDialog
+from dsh_memory_tui.bundle import export_bundle
+from dsh_memory_tui.model import SourceRef
+from dsh_memory_tui.store import MemoryStore
+
+from .helpers import goto, make_app, wait_for
+
+SMALL = (80, 24)
+LONG = "a title long enough to wrap in a dialog at eighty columns, " * 2
+
+
+def strips(app: MemoryApp) -> list[str]:
+    """The screen as drawn, one string per row."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]  # noqa: SLF001
+
+
+def displayed(widget: Widget) -> bool:
+    node: object = widget
+    while isinstance(node, Widget):
+        if not node.display:
+            return False
+        node = node.parent
+    return True
+
+
+def assert_in_view(app: MemoryApp, widget: Widget) -> None:
+    """``widget`` is drawn whole: inside the screen and not under or clipped by anything (each
+    corner of its region is the widget itself, or one of its children)."""
+    region = widget.region
+    what = f"{widget!r} at {region}"
+    assert region.area, f"{what}: not drawn"
+    assert app.screen.region.contains_region(region), f"{what}: off the 80x24 screen"
+    for x, y in (
+        (region.x, region.y),
+        (region.right - 1, region.y),
+        (region.x, region.bottom - 1),
+        (region.right - 1, region.bottom - 1),
+    ):
+        found, _ = app.screen.get_widget_at(x, y)
+        assert found is widget or widget in found.ancestors, f"{what}: ({x},{y}) is {found!r}"
+
+
+def assert_buttons_in_view(app: MemoryApp) -> None:
+    buttons = [b for b in app.screen.query(Button) if displayed(b)]
+    assert buttons
+    for button in buttons:
+        assert_in_view(app, button)
+
+
+def long_store(root: Path, n: int = 40) -> tuple[Path, Path]:
+    """``n`` proposals with titles that wrap, a conflict group, one shared proposal."""
+    home, ws = root / "home", root / "ws"
+    store = MemoryStore.open(home, ws, "carol")
+    refs = [SourceRef(kind="session", id="s1")]
+    for i in range(n):
+        store.propose("project", "fact", f"{i:02d} {LONG}", f"Content {i}.", source_refs=refs)
+    for content in ("CI runs ruff check.", "CI runs ruff format too."):
+        store.propose("project", "convention", "Lint with ruff", content, source_refs=refs)
+    store.propose(
+        "shared-project",
+        "convention",
+        "Shared rule",
+        "For everyone.",
+        source_refs=refs,
+        confirm_shared=True,
+    )
+    return home, ws
+
+
+async def open_screen(pilot: Pilot, app: MemoryApp, *keys: str) -> ModalScreen:
+    base = app.screen
+    await pilot.press(*keys)
+    await wait_for(pilot, lambda: app.screen is not base, what=f"a screen after {keys}")
+    await pilot.pause()
+    return app.screen  # type: ignore[return-value]
+
+
+async def loaded(pilot: Pilot, app: MemoryApp) -> None:
+    # Proposals of long_store: 40, two rival versions and the shared one.
+    await wait_for(pilot, lambda: app.pane("review").table.row_count == 43, what="the store")
+
+
+async def mark_everything(pilot: Pilot, app: MemoryApp) -> None:
+    await wait_for(pilot, lambda: app.active_pane.table.row_count > 1, what="rows")
+    await pilot.press("asterisk")
+    table = app.active_pane.table
+    await wait_for(pilot, lambda: len(table.marked_keys) == table.row_count > 1, what="marks")
+
+
+async def on_a_conflict(pilot: Pilot, app: MemoryApp) -> None:
+    await goto(pilot, app, "project")
+    rid = next(r.id for r in app.pane("project").records.values() if r.title == "Lint with ruff")
+    assert app.pane("project").table.move_cursor_to_key(rid)
+    await pilot.pause()
+
+
+async def export_dialog(pilot: Pilot, app: MemoryApp) -> None:
+    await open_screen(pilot, app, "E")
+
+
+async def import_plan(pilot: Pilot, app: MemoryApp) -> None:
+    dialog = await open_screen(pilot, app, "I")
+    bundle = Path(app.store.paths.home).parent / "bundle.json"
+    export_bundle(app.store, bundle, scopes=["project"])
+    dialog.query_one("#path", Input).value = str(bundle)
+    await pilot.click("#preview")
+    assert isinstance(dialog, ImportDialog)
+    await wait_for(pilot, lambda: dialog.plan is not None, what="the plan")
+    await pilot.pause()
+    assert_in_view(app, dialog.query_one("#plan-counts", Static))
+    assert dialog.query_one("#import-plan", VerticalScroll).max_scroll_y > 0
+
+
+async def batch_archive(pilot: Pilot, app: MemoryApp) -> None:
+    await goto(pilot, app, "project")
+    await mark_everything(pilot, app)
+    await open_screen(pilot, app, "a")
+
+
+async def batch_verify(pilot: Pilot, app: MemoryApp) -> None:
+    await mark_everything(pilot, app)
+    screen = await open_screen(pilot, app, "v")
+    assert_in_view(app, screen.query_one("#reason", Input))
+
+
+async def forget_long(pilot: Pilot, app: MemoryApp) -> None:
+    await open_screen(pilot, app, "f")
+
+
+async def conflict_view(pilot: Pilot, app: MemoryApp) -> None:
+    await on_a_conflict(pilot, app)
+    await open_screen(pilot, app, "K")
+
+
+SCREENS: dict[str, Callable[[Pilot, MemoryApp], Awaitable[None]]] = {
+    "export": export_dialog,
+    "import plan": import_plan,
+    "batch confirmation": batch_archive,
+    "batch reason": batch_verify,
+    "forget": forget_long,
+    "help": lambda pilot, app: open_screen(pilot, app, "question_mark"),
+    "new record form": lambda pilot, app: open_screen(pilot, app, "n"),
+    "copy": lambda pilot, app: open_screen(pilot, app, "c"),
+    "agent view": lambda pilot, app: open_screen(pilot, app, "W"),
+    "conflict view": conflict_view,
+}
+
+
+@pytest.mark.parametrize("name", list(SCREENS))
+async def test_at_80x24_every_screen_keeps_its_buttons_in_view(tmp_path: Path, name: str) -> None:
+    app = make_app(*long_store(tmp_path), user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await loaded(pilot, app)
+        await SCREENS[name](pilot, app)
+        assert isinstance(app.screen, ModalScreen)
+        assert_buttons_in_view(app)
+
+
+async def test_a_long_confirmation_scrolls_between_its_title_and_buttons(tmp_path: Path) -> None:
+    app = make_app(*long_store(tmp_path), user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await batch_archive(pilot, app)
+        box = app.screen.query_one(".dialog-scroll", VerticalScroll)
+        assert box.max_scroll_y > 0
+        assert "… and" not in "\n".join(strips(app))
+        box.scroll_end(animate=False)
+        await wait_for(pilot, lambda: "… and" in "\n".join(strips(app)), what="the list's end")
+        assert_buttons_in_view(app)
+
+
+async def test_the_footer_draws_nothing_after_the_palette_key(tmp_path: Path) -> None:
+    # Textual's compact footer gave the docked palette key a right margin: the cell under it
+    # showed the end of a key label ("^p paletteo"), in every screenshot.
+    home, ws = long_store(tmp_path)
+    for size in (SMALL, (120, 36)):
+        app = make_app(home, ws, user="carol")
+        async with app.run_test(size=size) as pilot:
+            await loaded(pilot, app)
+            await pilot.pause()
+            last = strips(app)[-1]
+            assert last.rstrip().endswith("^p palette"), last
+            assert last.endswith(" "), last
+
+
+async def test_export_to_a_missing_directory_says_so_in_words(tmp_path: Path) -> None:
+    app = make_app(*long_store(tmp_path), user="carol")
+    missing = tmp_path / "no-such-dir"
+    async with app.run_test(size=SMALL) as pilot:
+        await loaded(pilot, app)
+        dialog = await open_screen(pilot, app, "E")
+        assert isinstance(dialog, ExportDialog)
+        dialog.query_one("#path", Input).value = str(missing / "out.json")
+        await pilot.click("#ok")
+        error = dialog.query_one("#export-error", Static)
+        await wait_for(pilot, lambda: displayed(error), what="the error")
+        assert str(error.content) == f"error[USAGE]: no such directory: {missing}"
+        assert ".tmp" not in str(error.content)
+        assert_in_view(app, error)
+        assert_buttons_in_view(app)
+    assert not missing.exists()
+
+
+async def test_export_defaults_to_the_home_directory_not_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "person"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    app = make_app(*long_store(tmp_path), user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await loaded(pilot, app)
+        dialog = await open_screen(pilot, app, "E")
+        path = dialog.query_one("#path", Input).value
+        assert path.startswith("~/dsh-memory-") and path.endswith(".json")
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ExportDialog), what="export")
+    assert [p.parent for p in home.glob("dsh-memory-*.json")] == [home]
+    assert not list(tmp_path.glob("dsh-memory-*.json"))
+
+
+async def test_the_import_plan_names_its_target_under_home_as_tilde(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    app = make_app(*long_store(tmp_path), user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await loaded(pilot, app)
+        await import_plan(pilot, app)
+        plan = str(app.screen.query_one("#plan", Static).content)
+        assert plan.splitlines()[0].endswith(": ~/ws/.dsh/workspace-memory/records.jsonl")
+        assert str(tmp_path) not in plan
+
+
+async def test_the_review_table_at_80_columns_names_each_scope(tmp_path: Path) -> None:
+    app = make_app(*long_store(tmp_path), user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await loaded(pilot, app)
+        header = next(line for line in strips(app) if "Title" in line)
+        assert "Scope" in header and "Status" not in header
+        app.pane("review").set_filter("shared")
+        await pilot.pause()
+        row = next(s for s in strips(app) if "Shared rule" in s)
+        assert "SHARED" in row
