@@ -24,6 +24,7 @@ from .present import (
     facts_text,
     hidden_warning,
     history_lines,
+    json_for_terminal,
     record_facts,
     record_hidden_characters,
     visible,
@@ -127,8 +128,7 @@ def _print_record(
 
 
 def _dump(obj: Any) -> None:
-    json.dump(obj, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_for_terminal(json.dumps(obj, ensure_ascii=False, indent=2)) + "\n")
 
 
 # ------------------------------------------------------------------------- commands
@@ -137,7 +137,8 @@ def _dump(obj: Any) -> None:
 def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     records = store.records(args.scope, session=_session(args), include_inactive=args.all)
     if args.json:
-        sys.stdout.write(records_json(records) + "\n")  # what _dump prints, in Rust
+        # What _dump prints, serialized in Rust.
+        sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
     else:
         _print_records(records, sys.stdout)
     return 0

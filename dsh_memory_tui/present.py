@@ -77,6 +77,26 @@ def _replace(match: re.Match[str]) -> str:
     return _stand_in(ord(match.group()))
 
 
+# In JSON text, the raw characters ``ensure_ascii=False`` leaves: C0 controls are escaped by
+# the json module already, and a raw newline there is the indentation's.
+_JSON_RAW = _char_class(_INVISIBLE_RANGES[1:])
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_for_terminal(text: str) -> str:
+    """A JSON text with every character ``visible`` would replace written as a ``\\u`` escape
+    instead: the same JSON values, but nothing in it acts on a terminal or reorders what is
+    shown, and a lone surrogate can still be printed as UTF-8."""
+    return _JSON_RAW.sub(_json_escape, text)
+
+
 def visible(text: str, *, multiline: bool = False) -> str:
     """``text`` as a person may safely read it in a terminal: every control, bidi and zero-width
     character replaced by a visible stand-in (see ``_INVISIBLE_RANGES``), so what is shown is

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import re
 import subprocess
 import sys
@@ -129,6 +130,30 @@ def test_cli_text_output_never_prints_a_raw_control_or_bidi_character(tmp_path: 
         assert "Run \\x9b8m\\u202eruff\\ud800" in text
     assert "warning:      this record contains 7 control, bidi or invisible characters" in text
     assert "a␍b\\u200b" in text and "t\\u2066" in text
+
+
+def test_cli_json_output_escapes_what_would_act_on_a_terminal_and_keeps_the_values(
+    tmp_path: Path,
+) -> None:
+    """``list --json`` and ``show --json`` as a real process: C1 controls, bidi, tag characters
+    and a lone surrogate are ``\\u`` escapes (without this the surrogate could not even be
+    printed), and the JSON still holds exactly the stored values."""
+    title = "Run \x9b8m\u202eruff\ud800\U000e0041"
+    store, [record] = hostile_store(tmp_path, [(title, "a\rb\u200b\n", ["t\u2066"], "\u202e")])
+    paths = store.paths
+    base = [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(paths.home)]
+    base += ["--workspace", str(paths.workspace), "--user", "alice"]
+    env = {"PYTHONPATH": str(REPO_ROOT), "PYTHONIOENCODING": "utf-8"}
+    for args in (["list", "--json"], ["show", record.id, "--json"]):
+        done = subprocess.run([*base, *args], capture_output=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        text = done.stdout.decode("utf-8")
+        assert not RAW.search(text.replace("\n", "")), RAW.findall(text)
+        value = json.loads(text)
+        shown = value[0] if isinstance(value, list) else value
+        shown = shown.get("record", shown)
+        assert shown["title"] == title and shown["id"] == record.id
+        assert shown["content"] == record.content and shown["tags"] == ["t\u2066"]
 
 
 @settings(
