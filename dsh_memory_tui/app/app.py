@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import os
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from textual import events, on, work
+from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static, Tab, TabbedContent, TabPane
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Static, Tab, TabbedContent, TabPane, TextArea
+from textual.widgets._toast import Toast
 
 from ..errors import ErrorCode, StoreError
 from ..governance import (
@@ -23,15 +27,18 @@ from ..governance import (
     keep_refusal,
     refused,
 )
-from ..jsonl import ensure_dir, read_file
+from ..jsonl import ensure_dir
 from ..model import Record, Scope, Status, Verification
-from ..present import MARKER_HELP
+from ..present import MARKER_HELP, visible
+from ..review import ReviewState, banner, group_key, session_groups, tab_rule
 from ..store import Action, FileView, MemoryStore
-from ..store.maintenance import other_roots
-from .labels import root_label, split_session_key
-from .panes import GROUP_PREFIX, TABS, RecordPane, TabSpec
+from ..store.maintenance import AdoptResult, other_roots
+from ..store.memory import KeepResult, WriteResult
+from ..store.preview import PREVIEW_FROM_BYTES, newest_records, total_bytes
+from .labels import SHARED_WARNING, batch_list, root_label, split_session_key
+from .panes import GROUP_PREFIX, TABS, RecordPane
 from .screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
-from .screens.form import FormResult, RecordForm
+from .screens.form import FormResult, RecordForm, RevisionConflict
 from .widgets.record_table import RecordTable
 
 EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
@@ -59,10 +66,10 @@ GOVERNED = {
     "restore": Action.RESTORE,
 }
 _WRITE_ACTIONS_IN_ORDER = tuple(sorted(WRITE_ACTIONS))
+# What a session group's header lists as allowed or not (the rest needs another scope's tab).
+SESSION_REVIEW_ACTIONS = ("verify", "reject", "pin", "archive", "restore", "forget", "copy")
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
-
-# What a sync compares per file: epoch, lines applied, corrupt, read-only, foreign, newer-schema.
-Mark = tuple[int, int, int, bool, int, int]
+PROPOSAL_TITLES = ("New proposal", "Review queue")  # one new proposal, several
 
 
 class Key(NamedTuple):
@@ -73,11 +80,18 @@ class Key(NamedTuple):
     label: str
     help: str
     footer: bool = True
+    # Run as the key arrives, before the keys queued behind it are routed (see action_filter).
+    priority: bool = False
 
     @property
     def shown(self) -> str:
         """The key as a person types it."""
-        return self.key.replace("slash", "/").replace("question_mark", "?")
+        return (
+            self.key.replace("slash", "/")
+            .replace("question_mark", "?")
+            .replace("asterisk", "*")
+            .replace("minus", "-")
+        )
 
 
 ACTIONS: list[Key] = [
@@ -93,8 +107,22 @@ ACTIONS: list[Key] = [
     Key("R", "reverify", "Reverify", "re-verify a stale record (edited or expired since)"),
     Key("p", "pin", "Pin/unpin", "pin a verified record (the agent sees it first), or unpin"),
     Key("K", "keep", "Keep version", "conflict group: versions side by side, keep one"),
-    Key("slash", "filter", "Filter", "filter: words, pinned, stale, expired, conflict:, type: ..."),
-    Key("E", "export", "Export", "export a bundle"),
+    Key(
+        "slash",
+        "filter",
+        "Filter",
+        "filter: words, pinned, stale, expired, conflict:, type: ...",
+        priority=True,
+    ),
+    Key(
+        "asterisk",
+        "mark_all",
+        "Mark all shown",
+        "mark every row shown (what the filter matches); - unmarks every row",
+        footer=False,
+    ),
+    Key("minus", "clear_marks", "Clear marks", "unmarks every row", footer=False),
+    Key("E", "export", "Export", "export a bundle (to your home directory unless told)"),
     Key("I", "import", "Import", "import a bundle (shows the plan before writing)"),
     Key("A", "toggle_inactive", "Show archived/forgotten", "show archived and forgotten records"),
     Key(
@@ -125,20 +153,29 @@ ACTIONS: list[Key] = [
         "what an agent is served, per scope, with sizes",
         footer=False,
     ),
+    Key(
+        "o",
+        "open_proposal",
+        "Open new proposal",
+        "open the newest proposal (the one the last notification names)",
+        footer=False,
+    ),
     Key("question_mark", "help", "Help", "this help"),
     Key("q", "quit", "Quit", "quit"),
 ]
 
 # Keys that are not app actions (the table's, the tabs', Textual's), for the help screen.
 OTHER_KEYS = [
-    ("space", "mark a row; v, x, R, p and a then act on every marked row"),
+    ("space", "mark or unmark a row and move down; v x R p a then act on all marked"),
     ("tab / escape", "into the detail pane to scroll a long record / back to the table"),
     ("1-5", "Review, Session, Project, Shared, User"),
     ("ctrl+p", "command palette: every action"),
     ("markers", MARKER_HELP),
 ]
 _ACTION_OF_KEY = {k.key: k.action for k in ACTIONS}
-_TAB_OF = {Scope.PROJECT: "Project", Scope.SHARED: "Shared"}
+_NEED_STORE = {k.action for k in ACTIONS} - {"filter", "help", "quit"}
+T = TypeVar("T")
+PROGRESS_TICK_S = 0.5  # the status line's count of seconds while a write runs
 
 
 class MemoryApp(App[None]):
@@ -147,7 +184,10 @@ class MemoryApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "dsh-memory"
     BINDINGS = [
-        *[Binding(k.key, k.action, k.label, show=k.footer, id=k.action) for k in ACTIONS],
+        *[
+            Binding(k.key, k.action, k.label, show=k.footer, id=k.action, priority=k.priority)
+            for k in ACTIONS
+        ],
         *[Binding(t.key, f"show_tab('{t.id}')", t.title, show=False) for t in TABS],
         Binding("escape", "focus_table", "Back to table", show=False),
     ]
@@ -168,7 +208,6 @@ class MemoryApp(App[None]):
         self.demo = demo
         self.show_inactive = False
         self.review_derived = False
-        self.index: dict[str, FileView] = {}
         self._sync_pending = False
         self._binding_signature: tuple[bool | None, ...] = ()
         self._panes: dict[str, RecordPane] = {}
@@ -179,12 +218,19 @@ class MemoryApp(App[None]):
         self._unannounced = 0
         self._announced_sessions: list[str] = []  # the sessions that proposed them
         self._announce_timer: Timer | None = None
+        self.newest_proposal: str | None = None  # the id the last notification names; o opens it
         self._status_text = ""
-        self._seen: dict[Path, Mark] = {}
-        # Open conflict groups of every record shown (the tables' markers, "conflict:").
-        self.conflicts = ConflictIndex()
         self.watch_mode = "off"
         self.sync_count = 0
+        self.loading = False  # the first frame shows the files' ends while the store loads
+        self.state = ReviewState()
+        self.startup_error: StoreError | None = None  # the store could not be read at start
+        # Held by the write worker around each store call; the event loop never waits for it:
+        # a sync that finds it taken is left to the write's end (which syncs).
+        self._store_gate = threading.RLock()
+        self._full_sync_due = False
+        self._progress_timer: Timer | None = None
+        self._adoptable: dict[Scope, FileView | None] = {}  # _adopt_view's last answers
 
     # ------------------------------------------------------------------ layout
 
@@ -194,21 +240,31 @@ class MemoryApp(App[None]):
                 with TabPane(spec.title, id=spec.id):
                     pane = RecordPane(
                         spec,
-                        self._belongs(spec),
+                        tab_rule(
+                            spec.scope, lambda: self.show_inactive, lambda: self.review_derived
+                        ),
                         self.store.paths.root_id,
                         self._open_conflict,
                         self.store.clock,
                     )
                     pane.visible = spec.id == self.initial_tab
                     yield pane
-        yield Static("", id="status-line")
+        yield Static("", id="status-line", markup=False)  # the user id and paths are text
         yield Footer(compact=True)
 
-    def _belongs(self, spec: TabSpec) -> Callable[[Record], bool]:
-        if spec.scope is None:
-            return lambda r: r.in_review_queue(self.review_derived)
-        scope = spec.scope
-        return lambda r: r.scope is scope and (self.show_inactive or r.status is Status.ACTIVE)
+    @property
+    def index(self) -> dict[str, FileView]:
+        """Record id -> the view of the file that holds it (``ReviewState.index``)."""
+        return self.state.index.files
+
+    @property
+    def conflicts(self) -> ConflictIndex:
+        """Open conflict groups of every record shown (the tables' markers, "conflict:")."""
+        return self.state.index.conflicts
+
+    @conflicts.setter
+    def conflicts(self, value: ConflictIndex) -> None:
+        self.state.index.conflicts = value
 
     def _open_conflict(self, record_id: str) -> str | None:
         return self.conflicts.group(record_id)
@@ -235,10 +291,20 @@ class MemoryApp(App[None]):
     def on_mount(self) -> None:
         for pane in self.panes():
             self.watch(pane.table, "reported_key", self._follower(pane), init=False)
-        self.full_sync()
+        if self._show_preview():
+            # Once the first frame is on screen, the whole store loads in a thread.
+            self.call_after_refresh(self._load_store)
+        else:
+            try:
+                self.full_sync()
+            except StoreError as exc:
+                # main.py prints it as ``error[CODE]: message`` and exits with status 1.
+                self.startup_error = exc
+                self.exit(return_code=1)
+                return
+            if self.watch_enabled:
+                self.watch_store()
         self.active_pane.table.focus()
-        if self.watch_enabled:
-            self.watch_store()
         self._status()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -247,33 +313,78 @@ class MemoryApp(App[None]):
 
     # ------------------------------------------------------------------ data flow
 
+    def _show_preview(self) -> bool:
+        """For a store too big to load before the first frame: show each file's newest
+        records, read from its end exactly as the full load will read them (``store.preview``),
+        and return True. Until the load lands the status line says "loading…", no record's
+        detail is drawn and no action that needs the store runs.
+        """
+        files = self.store.files()
+        if total_bytes(files) < PREVIEW_FROM_BYTES:
+            return False
+        try:
+            records = newest_records(files, self.store.clock())
+        except StoreError:
+            records = []  # the load says why
+        self.loading = True
+        self.conflicts = ConflictIndex(records)
+        with self.batch_update():
+            for pane in self.panes():
+                pane.rebuild(records, {} if pane.grouped else None)
+        return True
+
+    def _load_store(self) -> None:
+        self.run_worker(self._load_in_thread, thread=True, group="load", name="load")
+
+    def _load_in_thread(self) -> None:
+        error: StoreError | None = None
+        with self._store_gate:  # the event loop leaves the store alone until ``_loaded``
+            try:
+                self.store.refresh()
+            except StoreError as exc:
+                error = exc
+        # RuntimeError: the app closed while the store loaded.
+        with contextlib.suppress(RuntimeError):
+            self.call_from_thread(self._loaded, error)
+
+    def _loaded(self, error: StoreError | None) -> None:
+        self.loading = False
+        if error is not None:  # as when a small store cannot be read at start (on_mount)
+            self.startup_error = error
+            self.exit(return_code=1)
+            return
+        self.full_sync()
+        self._update_bindings()
+        if self.watch_enabled:
+            self.watch_store()
+
     def full_sync(self) -> None:
         """Read everything new and rebuild every tab (first load, a file replaced, toggles)."""
+        if not self._store_gate.acquire(blocking=False):
+            self._full_sync_due = True  # a write is running; its end does this
+            return
+        try:
+            self._full_sync()
+        finally:
+            self._store_gate.release()
+
+    def _full_sync(self) -> None:
+        self._full_sync_due = False
         self.store.refresh()
-        self.index = {}
-        for view in self.store.views(refresh=False):
-            self._seen[view.path] = self._mark(view)
-            for rid in view.current:
-                self.index[rid] = view
-        records = [view.current[rid] for rid, view in self.index.items()]
-        self.conflicts = ConflictIndex(records)
-        groups = self._session_groups()
+        views = self.store.views(refresh=False)
+        records = self.state.index.load(views)
+        groups = session_groups(views)
         with self.batch_update():
             for pane in self.panes():
                 pane.rebuild(records, groups if pane.grouped else None)
             self._after_sync()
 
-    @staticmethod
-    def _mark(view: FileView) -> Mark:
-        # Epoch and applied first (``sync`` reads them); the rest change only a banner.
-        return (
-            view.epoch,
-            len(view.applied),
-            len(view.corrupt),
-            view.read_only,
-            view.other_profile_lines,
-            len(view.future),
-        )
+    def _resync(self) -> None:
+        """``full_sync`` after a toggle: a store that cannot be read now says why."""
+        try:
+            self.full_sync()
+        except StoreError as exc:
+            self.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
 
     def schedule_sync(self) -> None:
         """Coalesce a burst of file events into one sync per frame."""
@@ -286,28 +397,26 @@ class MemoryApp(App[None]):
         our own writes alike (each view says what it applied since its last reset).
         """
         self._sync_pending = False
+        if not self._store_gate.acquire(blocking=False):
+            return  # a write is running; its end syncs
+        try:
+            if self._full_sync_due:
+                self._full_sync()
+            else:
+                self._sync()
+        finally:
+            self._store_gate.release()
+
+    def _sync(self) -> None:
         self.sync_count += 1
         try:
             self.store.refresh()
         except StoreError as exc:
             self.notify(exc.message, title=f"error[{exc.code}]", severity="error")
             return
-        changed: dict[str, Record] = {}
-        reset = touched = False
-        for view in self.store.views(refresh=False):
-            mark = self._mark(view)
-            seen = self._seen.get(view.path)
-            if seen == mark:
-                continue
-            touched = True
-            if seen is not None and seen[0] != view.epoch:
-                reset = True
-                continue
-            self._seen[view.path] = mark
-            for rid in view.applied[seen[1] if seen else 0 :]:
-                self.index[rid] = view
-                changed[rid] = view.current[rid]
-        if reset:
+        views = self.store.views(refresh=False)
+        changes = self.state.index.changes(views)
+        if changes.reset:
             before = {pane: set(pane.records) for pane in self.panes()}
             self.full_sync()
             for pane, keys in before.items():
@@ -317,18 +426,11 @@ class MemoryApp(App[None]):
                 if pane.spec.scope is None:
                     self._announce([pane.records[k] for k in added])
             return
-        if not touched:
+        if not changes.touched:
             return
-        for rid in [rid for r in list(changed.values()) for rid in self.conflicts.update(r)]:
-            # A version that joined or left a group changes the marker of the others too.
-            if rid not in changed and (other := self.record(rid)) is not None:
-                changed[rid] = other
+        changed = changes.records
         queued: list[Record] = []
-        groups = (
-            self._session_groups()
-            if any(r.scope is Scope.SESSION for r in changed.values())
-            else None
-        )
+        groups = session_groups(views) if changes.sessions else None
         with self.batch_update():
             for pane in self.panes():
                 if groups is not None and pane.grouped:
@@ -351,6 +453,8 @@ class MemoryApp(App[None]):
         """
         new = [r for r in queued if r.governance.revision == 1]
         self._unannounced += len(new)
+        if new:
+            self.newest_proposal = max(new, key=lambda r: r.updatedAt).id
         for record in new:
             session = _proposing_session(record)
             if session and session not in self._announced_sessions:
@@ -368,24 +472,23 @@ class MemoryApp(App[None]):
                 shown = ", ".join(safe_text(s) for s in sessions[:2])
                 more = f" and {len(sessions) - 2} more" if len(sessions) > 2 else ""
                 source = f" from session{'s' if len(sessions) > 1 else ''} {shown}{more}"
+            newest = self.record(self.newest_proposal or "")
+            if n == 1 and newest is not None:
+                what = f"“{safe_text(newest.title)}” ({newest.type.value}){source} is"
+            else:
+                what = f"{n} new proposal{'s' if n != 1 else ''}{source}"
+                if newest is not None:
+                    what += f", the newest “{safe_text(newest.title)}”,"
+                what += " are" if n != 1 else " is"
             self.notify(
-                f"{n} new proposal{'s' if n != 1 else ''}{source} waiting for review",
-                title="Review queue",
+                f"{what} waiting for review · o opens "
+                + ("it" if n == 1 or newest is None else "the newest"),
+                title=PROPOSAL_TITLES[n != 1],
                 markup=False,
             )
             self._announce_timer = self.set_timer(
                 self.NOTIFICATION_TIMEOUT, self._flush_announcements
             )
-
-    def _session_groups(self) -> dict[str, str]:
-        """Record id -> the group key of its session file: the file's scopeKey
-        (``<sessionId>|<rootId>``)."""
-        groups: dict[str, str] = {}
-        for view in self.store.views(Scope.SESSION, refresh=False):
-            key = _group_key(view)
-            for rid in view.current:
-                groups[rid] = key
-        return groups
 
     def _after_sync(self) -> None:
         """Tab counts, banners, the detail pane and the status line."""
@@ -395,83 +498,39 @@ class MemoryApp(App[None]):
             self._review_label = label
             _relabel(self._tabs().get_tab("review"), label)
         views = self.store.views(refresh=False)  # one directory listing for every banner
+        quarantined = self.store.quarantine_counts()  # streamed and cached by the store
+        paths = self.store.paths
         for pane in self.panes():
             scope = pane.spec.scope
-            pane.set_banner(self._banner([v for v in views if scope in (None, v.scope)]))
+            mine = [v for v in views if scope in (None, v.scope)]
+            pane.set_banner(banner(mine, paths, quarantined))
         self._show_detail(self.active_pane)
         self._status()
-
-    def _banner(self, views: list[FileView]) -> str:
-        lines: list[str] = []
-        for view in views:
-            name = view.path.name
-            if view.read_only:
-                lines.append(
-                    f"⚠ {name} is {view.size / 1048576:.1f} MiB, over the 8 MiB cap: read-only."
-                    " Compact it (C) to write again."
-                )
-            if view.corrupt:
-                lines.append(
-                    f"⚠ {len(view.corrupt)} corrupt line(s) skipped in {name}; the next write "
-                    f"moves them to {view.safe.corrupt_path.name}"
-                )
-            lines += self._foreign_notes(view)
-            quarantined = _count_lines(view.safe.corrupt_path)
-            if quarantined:
-                lines.append(
-                    f"ⓘ {quarantined} corrupt line(s) quarantined in {view.safe.corrupt_path.name}"
-                )
-            if view.future:
-                lines.append(
-                    f"ⓘ {len(view.future)} line(s) in {name} from a newer schema: kept, read-only"
-                )
-        return "\n".join(lines)
-
-    def _foreign_notes(self, view: FileView) -> list[str]:
-        """Lines of a project file keyed to another workspace are never shown (the host's
-        rule): say so, or a moved project would look empty. (Other users' lines in
-        user.jsonl are the normal case and stay unmentioned.)
-        """
-        if not view.foreign or view.scope not in (Scope.PROJECT, Scope.SHARED):
-            return []
-        ws = self.store.paths.workspace
-        old_keys = {str(ws), os.path.realpath(ws)}  # what an earlier dsh-memory wrote
-        ours = sum(n for key, n in view.foreign.items() if key in old_keys)
-        moved = sum(other_roots(view, self.store.paths).values())
-        others = view.other_profile_lines - ours - moved
-        name = view.path.name
-        notes = []
-        if ours:
-            notes.append(
-                f"ⓘ {ours} line(s) in {name} keyed by this workspace's path (an earlier "
-                "dsh-memory): not shown; `dsh-memory check --repair` migrates them"
-            )
-        if moved:
-            notes.append(
-                f"ⓘ {moved} line(s) in {name} belong to another workspace (a moved or "
-                f"copied project?): kept, not shown; M on the {_TAB_OF[view.scope]} "
-                "tab adopts them into this workspace"
-            )
-        if others:
-            notes.append(f"ⓘ {others} line(s) in {name} of other scopeKeys: kept, not shown")
-        return notes
 
     def _status(self) -> None:
         paths = self.store.paths
         waiting = len(self.pane("review").records)
         marked = len(self.active_pane.table.marked_in_order())
         parts = [
-            f"user {paths.user_id}",
-            f"workspace {paths.workspace.name}",
+            f"user {visible(paths.user_id)}",
+            f"workspace {visible(paths.workspace.name)}",
             f"live: {self.watch_mode}",
-            f"{waiting} waiting",
+            "loading…" if self.loading else f"{waiting} waiting",
         ]
+        if self.demo:  # its DIR, for a second shell (help shows the commands)
+            parts[:2] = [f"DEMO in {visible(str(paths.home.parent))}"]
         if marked:
             parts.append(f"{marked} marked")
         if self.show_inactive:
             parts.append("showing archived/forgotten")
-        if self.demo:
-            parts.append("DEMO")
+        progress = self.state.progress()
+        if progress:
+            parts.append(progress)
+        if progress and self._progress_timer is None:
+            self._progress_timer = self.set_interval(PROGRESS_TICK_S, self._status)
+        elif not progress and self._progress_timer is not None:
+            self._progress_timer.stop()
+            self._progress_timer = None
         text = "  ·  ".join(parts)
         if text != self._status_text:
             self._status_text = text
@@ -551,17 +610,25 @@ class MemoryApp(App[None]):
         """Refresh the footer only when an action's availability changed: a footer rebuild
         per cursor move would cost more than the move itself.
         """
-        signature = tuple(self.check_action(a, ()) for a in _WRITE_ACTIONS_IN_ORDER)
+        # A write running does not count: two footer rebuilds per write (its start and its
+        # end) cost more than the write; a key pressed meanwhile is checked, and explained.
+        signature = tuple(
+            self.check_action(a, ()) is not True and self.unavailable(a, busy=False) is not None
+            for a in _WRITE_ACTIONS_IN_ORDER
+        )
         if signature != self._binding_signature:
             self._binding_signature = signature
             self.refresh_bindings()
 
     def _show_detail(self, pane: RecordPane) -> None:
+        if self.loading:
+            pane.detail.show(None)  # its history is in the file still loading
+            return
         key = pane.table.cursor_key
         if key and key.startswith(GROUP_PREFIX):
             group = key[len(GROUP_PREFIX) :]
             views = [
-                v for v in self.store.views(Scope.SESSION, refresh=False) if _group_key(v) == group
+                v for v in self.store.views(Scope.SESSION, refresh=False) if group_key(v) == group
             ]
             session_id, root = split_session_key(group)
             lines = [f"session       {session_id}"]
@@ -570,9 +637,10 @@ class MemoryApp(App[None]):
             for view in views:
                 lines += [
                     f"file          sessions/{view.path.name}",
-                    f"records       {len(view.current)} (read-only review material; "
-                    "copy one with c to keep it)",
+                    f"records       {len(view.current)}",
                 ]
+            members = [r for v in views for r in v.current.values()]
+            lines += self._session_rules(members)
             pane.detail.show_note("Session", lines)
             return
         record = self.current_record(pane)
@@ -587,6 +655,24 @@ class MemoryApp(App[None]):
             rivals=len(rivals),
             now=self.store.clock(),
         )
+
+    def _session_rules(self, records: list[Record]) -> list[str]:
+        """What a reviewer may do with a session's records and what not, as ``unavailable``
+        decides it for them (so the words and the keys agree): the auto-writer's digests and
+        the agent's session notes are review material, their text is not edited here."""
+        if not records:
+            return []
+        sample = next((r for r in records if r.status is Status.ACTIVE), records[0])
+        allowed = [
+            f"{k.label.lower()} ({k.shown})"
+            for k in ACTIONS
+            if k.action in SESSION_REVIEW_ACTIONS and self.unavailable(k.action, [sample]) is None
+        ]
+        why = self.unavailable("edit", [sample])
+        lines = ["allowed       " + (", ".join(allowed) or "nothing in this state")]
+        if why is not None:
+            lines.append(f"not allowed   edit (e): {why[1]}")
+        return lines
 
     def record(self, rid: str) -> Record | None:
         view = self.index.get(rid)
@@ -610,13 +696,30 @@ class MemoryApp(App[None]):
 
     @on(Input.Submitted, ".filter")
     def _filter_submitted(self) -> None:
-        self.active_pane.table.focus()
+        self._focus_now(self.active_pane.table)
 
     def action_filter(self) -> None:
-        self.active_pane.query_one(".filter", Input).focus()
+        """``/``, a priority binding: the app routes each key to the widget focused when the
+        key is taken from its queue, so ``/`` must move the focus then, not when the table
+        has bubbled it back (``/vitest`` in one burst verified the record and opened the edit
+        form). Anywhere but the table's screen, and in a text box, ``/`` is just a character.
+        """
+        if self.screen is not self.screen_stack[0] or isinstance(self.focused, (Input, TextArea)):
+            raise SkipAction()
+        self._focus_now(self.active_pane.query_one(".filter", Input))
 
     def action_focus_table(self) -> None:
-        self.active_pane.table.focus()
+        self._focus_now(self.active_pane.table)
+
+    def action_mark_all(self) -> None:
+        self.active_pane.mark_all()
+
+    def action_clear_marks(self) -> None:
+        self.active_pane.table.clear_marks()
+
+    def _focus_now(self, widget: Widget) -> None:
+        """Move focus before the next key is routed (``Widget.focus`` only schedules it)."""
+        self.screen.set_focus(widget)
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
@@ -629,11 +732,17 @@ class MemoryApp(App[None]):
             return True
         return None if self.unavailable(action) is not None else True
 
-    def unavailable(self, action: str) -> tuple[str, str] | None:
-        """Why ``action`` cannot run on the marked rows (else the cursor's) now, as (code, one
-        line), or None when it can: the host's rules for each governance action (a batch runs
-        when at least one of its records allows it), read-only files and scopes.
+    def unavailable(
+        self, action: str, records: list[Record] | None = None, *, busy: bool = True
+    ) -> tuple[str, str] | None:
+        """Why ``action`` cannot run on ``records`` (by default the marked rows, else the
+        cursor's) now, as (code, one line), or None when it can: the host's rules for each
+        governance action (a batch runs when at least one of its records allows it),
+        read-only files and scopes, a write of the record still running (unless ``busy`` is
+        False).
         """
+        if self.loading and action in _NEED_STORE:
+            return ("UNAVAILABLE", "the store is still loading")
         if action == "adopt":
             if self._adopt_view() is None:
                 return (
@@ -644,13 +753,19 @@ class MemoryApp(App[None]):
             return None
         if action not in WRITE_ACTIONS:
             return None
-        records = self.targets()
-        if action in ("forget", "keep"):
+        if records is not None:
+            records = records[:1] if action in ("forget", "keep") else records
+        elif action in ("forget", "keep"):
             cursor = self.current_record()
             records = [cursor] if cursor is not None else []
+        else:
+            records = self.targets()
         if not records:
             return ("UNAVAILABLE", "no record selected")
+        writing = self.state.writing if busy else set()
         for r in records:
+            if r.id in writing:
+                return ("BUSY", f"“{safe_text(r.title)}” is still being written; wait for it")
             view = self.index[r.id]
             if view.read_only:
                 return (
@@ -712,8 +827,8 @@ class MemoryApp(App[None]):
         if why is None:
             return False
         code, message = why
-        title = "Unavailable" if code == "UNAVAILABLE" else f"error[{code}]"
-        self.notify(message, title=title, severity="warning", timeout=8)
+        title = {"UNAVAILABLE": "Unavailable", "BUSY": "Busy"}.get(code, f"error[{code}]")
+        self.notify(message, title=title, severity="warning", timeout=8, markup=False)
         return True
 
     def on_key(self, event: events.Key) -> None:
@@ -745,28 +860,95 @@ class MemoryApp(App[None]):
         )
 
     def run_write(
-        self, scopes: Iterable[Scope], write: Callable[[bool], Any], done: str | None = None
-    ) -> None:
-        """Run ``write(confirm_shared)`` after the shared confirmation when needed; a
-        StoreError becomes a notification; the view syncs either way.
+        self,
+        scopes: Iterable[Scope],
+        write: Callable[[bool], T],
+        done: str | Callable[[T], None] | None = None,
+        *,
+        failed: Callable[[StoreError], bool] | None = None,
+        keys: Iterable[str] = (),
+        progress: str | None = None,
+    ) -> bool:
+        """The one write flow: the shared confirmation when a scope is shared-project, then
+        ``write(confirm_shared)`` in a worker thread (the store's calls stay synchronous and
+        may wait up to DSH_LOCK_TIMEOUT for another process's lock; keys keep answering),
+        then, back on the event loop, ``done`` (a message, or called with the result) or the
+        error: ``failed(exc)`` first, which returns True when it showed the error itself,
+        else a notification. The tabs sync either way.
+
+        ``keys``: the record ids written; while one of them is being written a second write
+        of it is refused with a message (False returned). ``progress``: what the status line
+        says while it runs (a compaction, an import).
         """
+        keys = tuple(keys)
+        if self._refuse_busy(keys):
+            return False
 
         def go(confirmed: bool) -> None:
-            try:
-                write(confirmed)
-            except StoreError as exc:
-                # A refused transition is the record's state, not a failure of the store.
-                severity = "warning" if exc.code == ErrorCode.INVALID_TRANSITION else "error"
-                self.notify(exc.message, title=f"error[{exc.code}]", severity=severity, timeout=8)
-            else:
-                if done:
-                    self.notify(done)
-            self.sync()
+            if not self._refuse_busy(keys):
+                self._start_write(write, confirmed, done, failed, keys, progress)
 
         if Scope.SHARED in set(scopes):
             self.confirm_shared(self.store.paths.shared_file().path, lambda: go(True))
         else:
             go(False)
+        return True
+
+    def _refuse_busy(self, keys: tuple[str, ...]) -> bool:
+        busy = [k for k in keys if k in self.state.writing]
+        if not busy:
+            return False
+        record = self.record(busy[0])
+        name = f"“{safe_text(record.title)}”" if record is not None else busy[0]
+        self.notify(
+            f"{name} is still being written; try again when that write is done",
+            title="Busy",
+            severity="warning",
+            markup=False,
+        )
+        return True
+
+    def _start_write(
+        self,
+        write: Callable[[bool], T],
+        confirmed: bool,
+        done: str | Callable[[T], None] | None,
+        failed: Callable[[StoreError], bool] | None,
+        keys: tuple[str, ...],
+        progress: str | None,
+    ) -> None:
+        token = self.state.write_started(keys, progress or "writing")
+        self._status()
+
+        def finish(result: object, error: StoreError | None) -> None:
+            self.state.write_ended(token)
+            self._update_bindings()
+            if error is not None and (failed is None or not failed(error)):
+                # A refused transition is the record's state, not a failure of the store.
+                severity = "warning" if error.code == ErrorCode.INVALID_TRANSITION else "error"
+                self.notify(
+                    error.message, title=f"error[{error.code}]", severity=severity, timeout=8
+                )
+            self.sync()  # first: ``done`` may move the cursor to what was written
+            if error is None and isinstance(done, str):
+                self.notify(done)
+            elif error is None and done is not None:
+                done(result)  # type: ignore[arg-type]
+            self._status()
+
+        def in_thread() -> None:
+            result: object = None
+            error: StoreError | None = None
+            with self._store_gate:
+                try:
+                    result = write(confirmed)
+                except StoreError as exc:
+                    error = exc
+            # RuntimeError: the app closed while the write ran; nobody is left to tell.
+            with contextlib.suppress(RuntimeError):
+                self.call_from_thread(finish, result, error)
+
+        self.run_worker(in_thread, thread=True, group="write", name=progress or "write")
 
     def _review(
         self, action: Action, reason: str | None = None, records: list[Record] | None = None
@@ -777,31 +959,35 @@ class MemoryApp(App[None]):
         records = self.targets() if records is None else records
         if not records:
             return
-        pane = self.active_pane
+        table = self.active_pane.table
+        batch = len(records) > 1
 
-        def write(confirmed: bool) -> None:
-            if len(records) == 1:
-                r = records[0]
-                try:
-                    self.store.apply(
-                        action,
-                        r.id,
-                        reason=reason,
-                        base_revision=r.governance.revision,
-                        confirm_shared=confirmed,
-                    )
-                except StoreError as exc:
-                    raise _with_hint(exc, action, r) from None
-            else:
-                written, skipped = self.store.apply_many_report(
+        def write(confirmed: bool) -> object:  # in the write worker: store calls only
+            if batch:
+                return self.store.apply_many_report(
                     action, [r.id for r in records], reason=reason, confirm_shared=confirmed
                 )
-                self._batch_done(action, len(written), skipped)
-            pane.table.clear_marks()
+            r = records[0]
+            try:
+                return self.store.apply(
+                    action,
+                    r.id,
+                    reason=reason,
+                    base_revision=r.governance.revision,
+                    confirm_shared=confirmed,
+                )
+            except StoreError as exc:
+                raise _with_hint(exc, action, r) from None
 
-        # A single review action shows itself in the table; a toast per key press would cost
-        # more than the write. A batch says how many it changed (and skipped).
-        self.run_write([r.scope for r in records], write)
+        def done(result: Any) -> None:
+            # A single review action shows itself in the table; a toast per key press would
+            # cost more than the write. A batch says how many it changed (and skipped).
+            if batch:
+                written, skipped = result
+                self._batch_done(action, len(written), skipped)
+            table.clear_marks()
+
+        self.run_write([r.scope for r in records], write, done, keys=[r.id for r in records])
 
     def _batch_done(self, action: Action, written: int, skipped: list[tuple[str, str]]) -> None:
         """One notification: how many were written, then each skipped record and why."""
@@ -832,6 +1018,10 @@ class MemoryApp(App[None]):
         if skipped:
             done = "verified" if action is Action.VERIFY else "rejected"
             prompt += f"\n{skipped} of them cannot be {done} in their state and will be skipped."
+        if len(records) > 1:
+            prompt += "\n" + batch_list(records, self._why_skipped(action, now))
+        elif records[0].scope is Scope.SHARED:
+            prompt += f"\nshared-project: {SHARED_WARNING}"
 
         def answered(reason: str | None) -> None:
             if reason is not None:
@@ -842,19 +1032,42 @@ class MemoryApp(App[None]):
     def action_verify(self) -> None:
         self._with_reason(Action.VERIFY, "Verify", "success")
 
+    def _why_skipped(self, action: Action, now: int) -> Callable[[Record], str | None]:
+        def why(record: Record) -> str | None:
+            error = refused(record, action, now)
+            return None if error is None else _short_why(error.message, action, record.id)
+
+        return why
+
+    def _confirm_batch(self, action: Action, records: list[Record] | None = None) -> None:
+        """``action`` on the marked rows (else the cursor's); more than one record is listed
+        in a confirmation first, with what the rules will skip."""
+        records = self.targets() if records is None else records
+        if len(records) <= 1:
+            self._review(action, records=records)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._review(action, records=records)
+
+        verb = action.value.capitalize()
+        listing = batch_list(records, self._why_skipped(action, self.store.clock()))
+        self.push_screen(ConfirmDialog(f"{verb} {len(records)} records?", listing, verb), answered)
+
     def action_reverify(self) -> None:
-        self._review(Action.REVERIFY)
+        self._confirm_batch(Action.REVERIFY)
 
     def action_pin(self) -> None:
         """Unpin when every target is pinned; else pin the ones that are not."""
         action, records = self._pin_action(self.targets())
-        self._review(action, records=records)
+        self._confirm_batch(action, records)
 
     def action_archive(self) -> None:
-        self._review(Action.ARCHIVE)
+        self._confirm_batch(Action.ARCHIVE)
 
     def action_restore(self) -> None:
-        self._review(Action.RESTORE)
+        self._confirm_batch(Action.RESTORE)
 
     def action_reject(self) -> None:
         self._with_reason(Action.REJECT, "Reject", "warning")
@@ -885,10 +1098,12 @@ class MemoryApp(App[None]):
             if target is None:
                 return
 
-            def write(confirmed: bool) -> None:
-                result = self.store.keep(
+            def write(confirmed: bool) -> KeepResult:
+                return self.store.keep(
                     target.id, base_revision=target.governance.revision, confirm_shared=confirmed
                 )
+
+            def done(result: KeepResult) -> None:
                 parts = [
                     f"kept “{result.kept.title}” ({result.kept.governance.verification.value})"
                 ]
@@ -896,10 +1111,11 @@ class MemoryApp(App[None]):
                     parts.append(f"{len(result.rejected)} rejected")
                 if result.archived:
                     parts.append(f"{len(result.archived)} archived")
-                self.notify("; ".join(parts), title="Conflict resolved")
+                self.notify("; ".join(parts), title="Conflict resolved", markup=False)
+                self.active_pane.table.move_cursor_to_key(target.id)
 
-            self.run_write([target.scope], write)
-            self.active_pane.table.move_cursor_to_key(target.id)
+            members = [target.id, *(r.id for r in self._group_records(target))]
+            self.run_write([target.scope], write, done, keys=members)
 
         self.push_screen(ConflictScreen(record, rivals, group, self.store.clock), chosen)
 
@@ -909,8 +1125,15 @@ class MemoryApp(App[None]):
         scope = self.active_pane.spec.scope
         if scope not in (Scope.PROJECT, Scope.SHARED):
             return None
-        view = self.store.view(self.store.file_for(scope))
-        return view if other_roots(view, self.store.paths) else None
+        if not self._store_gate.acquire(blocking=False):
+            # A write is running and may be rebuilding the view: the answer from before it.
+            return self._adoptable.get(scope)
+        try:
+            view = self.store.view(self.store.file_for(scope))
+            self._adoptable[scope] = view if other_roots(view, self.store.paths) else None
+        finally:
+            self._store_gate.release()
+        return self._adoptable[scope]
 
     def action_adopt(self) -> None:
         view = self._adopt_view()
@@ -919,19 +1142,27 @@ class MemoryApp(App[None]):
         roots = other_roots(view, self.store.paths)
         lines = "\n".join(f"  {n} line(s) of {root}" for root, n in roots.items())
 
-        def write(confirmed: bool) -> None:
-            result = self.store.adopt(view.file, confirm_shared=confirmed)
+        def write(confirmed: bool) -> AdoptResult:
+            return self.store.adopt(view.file, confirm_shared=confirmed)
+
+        def done(result: AdoptResult) -> None:
             text = (
                 f"adopted {result.lines} line(s): {len(result.ids)} record(s) now shown "
                 "here (and to the host)"
             )
             if result.left:
                 text += f"; {len(result.left)} left as they were ({result.left[0][1]})"
-            self.notify(text, title="Adopted")
+            self.notify(text, title="Adopted", markup=False)
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_write([view.scope], write)
+                self.run_write(
+                    [view.scope],
+                    write,
+                    done,
+                    keys=[f"file:{view.path}"],
+                    progress=f"adopting into {view.path.name}",
+                )
 
         self.push_screen(
             ConfirmDialog(
@@ -962,6 +1193,7 @@ class MemoryApp(App[None]):
                     [record.scope],
                     lambda c: self.store.forget(record.id, confirm_shared=c),
                     f"forgotten: {record.id}",
+                    keys=[record.id],
                 )
 
         self.push_screen(
@@ -976,10 +1208,16 @@ class MemoryApp(App[None]):
             answered,
         )
 
-    def _save_form(self, result: FormResult, done: Callable[[str], None]) -> None:
-        """The form's saver: raises StoreError for the form to show (conflicts included)."""
+    def _save_form(
+        self,
+        result: FormResult,
+        saved: Callable[[str], None],
+        failed: Callable[[StoreError], bool],
+    ) -> None:
+        """The form's saver, through ``run_write``: ``saved(id)`` once written, ``failed``
+        for a refusal (a REVISION_CONFLICT carries the newer version for the form's merge)."""
 
-        def write(confirmed: bool) -> tuple[str, bool]:
+        def write(confirmed: bool) -> tuple[str, bool]:  # in the write worker
             if result.record_id is None:
                 made = self.store.create(
                     result.scope,
@@ -991,38 +1229,39 @@ class MemoryApp(App[None]):
                 )
                 return made.id, made.written
             assert result.base_revision is not None
-            return self.store.edit(
-                result.record_id,
-                result.base_revision,
-                title=result.title,
-                content=result.content,
-                record_type=result.record_type,
-                tags=result.tags,
-                confirm_shared=confirmed,
-            ).id, True
+            try:
+                edited = self.store.edit(
+                    result.record_id,
+                    result.base_revision,
+                    title=result.title,
+                    content=result.content,
+                    record_type=result.record_type,
+                    tags=result.tags,
+                    confirm_shared=confirmed,
+                )
+            except StoreError as exc:
+                if exc.code == ErrorCode.REVISION_CONFLICT:
+                    raise RevisionConflict(exc, self.store.get(result.record_id)) from None
+                raise
+            return edited.id, True
 
-        def finish(confirmed: bool) -> None:
-            rid, written = write(confirmed)
-            self.sync()
+        def done(written: tuple[str, bool]) -> None:
+            rid, new = written
             # The host's merge: a new record with the content of an existing one is that one.
             self.notify(
                 f"saved {rid}"
-                if written
+                if new
                 else f"already recorded as {rid} (same type and content): nothing written"
             )
-            done(rid)
+            saved(rid)
 
-        if result.scope is Scope.SHARED:
-
-            def confirmed() -> None:
-                try:
-                    finish(True)
-                except StoreError as exc:
-                    self.notify(exc.message, title=f"error[{exc.code}]", severity="error")
-
-            self.confirm_shared(self.store.paths.shared_file().path, confirmed)
-        else:
-            finish(False)
+        self.run_write(
+            [result.scope],
+            write,
+            done,
+            failed=failed,
+            keys=[result.record_id] if result.record_id else [],
+        )
 
     def action_new(self) -> None:
         scope = self.active_pane.spec.scope
@@ -1036,14 +1275,7 @@ class MemoryApp(App[None]):
 
     def action_edit(self) -> None:
         record = self.current_record()
-        if record is None:
-            return
-        if record.scope is Scope.SESSION:
-            self.notify(
-                "Session records are review material; copy one (c) to keep and edit it.",
-                title="error[READ_ONLY_SCOPE]",
-                severity="warning",
-            )
+        if record is None or self.explain("edit"):
             return
         self.push_screen(
             RecordForm(
@@ -1051,19 +1283,21 @@ class MemoryApp(App[None]):
                 scopes=EDITABLE_SCOPES,
                 default_scope=record.scope,
                 save=self._save_form,
-                reload=self._reload,
             ),
             self._after_form,
         )
 
-    def _reload(self, rid: str) -> Record:
-        self.sync()
-        return self.store.get(rid)
-
     def _after_form(self, rid: str | None) -> None:
         if rid:
-            self.active_pane.table.move_cursor_to_key(rid)
-            self._show_detail(self.active_pane)
+            pane = self.active_pane
+            pane.table.move_cursor_to_key(rid)
+            self._show_detail(pane)
+            if pane.hidden_by_filter(rid):
+                self.notify(
+                    "Saved, but this tab's filter hides it; clear the filter (/) to see it.",
+                    title="Hidden by the filter",
+                    severity="warning",
+                )
 
     def action_copy(self) -> None:
         record = self.current_record()
@@ -1076,14 +1310,18 @@ class MemoryApp(App[None]):
             if scope is None:
                 return
 
-            def write(confirmed: bool) -> None:
-                result = self.store.copy(record.id, scope, confirm_shared=confirmed)
+            def done(result: WriteResult) -> None:
                 if result.written:
                     self.notify(f"copied to {scope.value}")
                 else:  # the host's merge: that content is there already, with this source
                     self.notify(f"already in {scope.value} as {result.id}: nothing written")
 
-            self.run_write([scope], write)
+            self.run_write(
+                [scope],
+                lambda c: self.store.copy(record.id, scope, confirm_shared=c),
+                done,
+                keys=[f"copy:{record.id}:{scope.value}"],
+            )
 
         self.push_screen(CopyDialog(record.title, targets, paths), chosen)
 
@@ -1098,14 +1336,25 @@ class MemoryApp(App[None]):
             self.notify("Nothing to compact on this tab.")
             return
 
-        def write(confirmed: bool) -> None:
+        def write(confirmed: bool) -> list[str]:  # in the write worker
+            lines = []
             for f in files:
                 result = self.store.compact(f, confirm_shared=confirmed)
-                self.notify(f"{f.path.name}: {result.bytes_before} -> {result.bytes_after} bytes")
+                lines.append(f"{f.path.name}: {result.bytes_before} -> {result.bytes_after} bytes")
+            return lines
+
+        def done(lines: list[str]) -> None:
+            self.notify("\n".join(lines), title="Compacted", markup=False)
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_write([f.scope for f in files], write)
+                self.run_write(
+                    [f.scope for f in files],
+                    write,
+                    done,
+                    keys=[f"file:{f.path}" for f in files],
+                    progress="compacting " + ", ".join(f.path.name for f in files[:2]),
+                )
 
         names = "\n".join(str(f.path) for f in files)
         self.push_screen(
@@ -1128,22 +1377,50 @@ class MemoryApp(App[None]):
 
         scope = self.active_pane.spec.scope
         target = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
-        self.push_screen(
-            ImportDialog(self.store, self.confirm_shared, target=target), self._bundle_done
-        )
+        self.push_screen(ImportDialog(self.store, self.run_write, target=target), self._bundle_done)
 
     def _bundle_done(self, message: str | None) -> None:
         if message:
             self.notify(message)
         self.sync()
 
+    def on_click(self, event: events.Click) -> None:
+        """A click on a new-proposal notification opens the record it names. (The toast
+        dismisses itself on a click and lets the event bubble; which notification it shows is
+        its ``_notification`` in Textual 8.2, pinned.)"""
+        note = getattr(event.widget, "_notification", None)
+        if isinstance(event.widget, Toast) and note is not None and note.title in PROPOSAL_TITLES:
+            self.action_open_proposal()
+
+    def action_open_proposal(self) -> None:
+        """The record the last new-proposal notification named, on the Review tab."""
+        rid = self.newest_proposal
+        if rid is None or self.record(rid) is None:
+            self.notify("No new proposal to open.", title="Review queue")
+            return
+        tab = "review" if rid in self.pane("review").records else self._tab_of(rid)
+        self.action_show_tab(tab)
+        pane = self.pane(tab)
+        if pane.filter and not pane.table.move_cursor_to_key(rid):
+            pane.query_one(".filter", Input).value = ""  # the filter hid it
+            pane.set_filter("")
+        pane.show()
+        pane.table.move_cursor_to_key(rid)
+        self._show_detail(pane)
+        self._focus_now(pane.table)
+
+    def _tab_of(self, rid: str) -> str:
+        record = self.record(rid)
+        scope = record.scope if record is not None else None
+        return next((t.id for t in TABS if t.scope is scope), "review")
+
     def action_toggle_inactive(self) -> None:
         self.show_inactive = not self.show_inactive
-        self.full_sync()
+        self._resync()
 
     def action_toggle_derived(self) -> None:
         self.review_derived = not self.review_derived
-        self.full_sync()
+        self._resync()
         state = "shown" if self.review_derived else "hidden"
         self.notify(f"Derived session digests {state} in the review queue")
 
@@ -1155,7 +1432,13 @@ class MemoryApp(App[None]):
             f"home:        {paths.home_memory_dir}",
             f"workspace:   {paths.workspace_memory_dir}",
         ]
-        keys = [(k.shown, k.help) for k in ACTIONS]
+        if self.demo:
+            from ..demo import reach_commands
+
+            notes += ["", f"This is a demo in {paths.home.parent}; from another shell:"]
+            notes += [f"  {command}" for command in reach_commands(paths.home, paths.workspace)]
+        # "-" is told on the line of "*": every key fits the help screen at 36 rows.
+        keys = [(k.shown, k.help) for k in ACTIONS if k.action != "clear_marks"]
         self.push_screen(HelpScreen(keys[:-2] + OTHER_KEYS + keys[-2:], notes))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -1187,7 +1470,7 @@ def _proposing_session(record: Record) -> str | None:
 
 def safe_text(text: str, limit: int = 40) -> str:
     """Untrusted text for a one-line message: control characters shown as escapes, cut."""
-    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+    shown = visible(text)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
@@ -1206,34 +1489,6 @@ def _short_why(message: str, action: Action, record_id: str) -> str:
     """A refusal without the "cannot <action> <id>: " the list of skipped records repeats."""
     message = message.removeprefix(f"cannot {action.value} {record_id}: ")
     return message.replace(f"{record_id} was forgotten", "it was forgotten")
-
-
-def _group_key(view: FileView) -> str:
-    """A session file's group on the Session tab: its scopeKey (its name until it is known)."""
-    return view.scope_key or view.path.stem[:16]
-
-
-_corrupt_counts: dict[Path, tuple[tuple[int, int], int]] = {}
-
-
-def _count_lines(path: Path) -> int:
-    """Lines in a quarantine file, cached by (size, mtime) so a sync does not reread it."""
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return 0
-    stamp = (st.st_size, st.st_mtime_ns)
-    cached = _corrupt_counts.get(path)
-    if cached and cached[0] == stamp:
-        return cached[1]
-    try:
-        got = read_file(path)
-    except StoreError:
-        return 0
-    # One JSON entry per line (the host's format); a last entry without its newline counts.
-    count = sum(1 for line in got[1].split(b"\n") if line.strip()) if got else 0
-    _corrupt_counts[path] = (stamp, count)
-    return count
 
 
 __all__ = ["MemoryApp"]

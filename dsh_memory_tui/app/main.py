@@ -48,12 +48,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             paths = StorePaths.resolve(args.home, args.workspace, args.user)
         from ..store import MemoryStore
+        from ..store.preview import check_readable
         from .app import MemoryApp
 
         store = MemoryStore(paths)
-        store.refresh()  # an unreadable or unsafe store is an error here, not a traceback
+        # An unreadable or unsafe store is an error here, not a traceback; the app loads it.
+        check_readable(store.files())
         app = MemoryApp(store, session=args.session, watch=not args.no_watch, demo=args.demo)
         app.run()
+        if app.startup_error is not None:
+            raise app.startup_error
+        if app.return_code:
+            return app.return_code  # Textual printed what went wrong
     except StoreError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -63,3 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if live is not None:
             live.set()
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

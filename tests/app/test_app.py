@@ -288,7 +288,7 @@ async def test_edit_keeps_the_id_and_bumps_the_revision(fixture_home):
     assert record.governance.verifiedAt is None
 
 
-async def test_edit_conflict_is_reported_and_the_newer_version_can_be_reloaded(fixture_home):
+async def test_edit_conflict_is_merged_field_by_field_keeping_the_reviewers_text(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
@@ -300,11 +300,17 @@ async def test_edit_conflict_is_reported_and_the_newer_version_can_be_reloaded(f
         form = app.screen
         form.query_one("#title", Input).value = "My title"
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: not form.query_one("#conflict-bar").has_class("hidden"))
-        assert "revision 3" in str(form.query_one("#form-error").render())
+        await wait_for(pilot, lambda: not form.query_one("#merge").has_class("hidden"))
+        assert "revision 3" in str(form.query_one("#merge-note").render())
         assert current(home, ws, DECISION).title == "Their title"  # nothing overwritten
-        await pilot.click("#reload")
+        assert form.query_one("#title", Input).value == "My title"  # nothing thrown away
+        assert form.choices == {"title": "mine"}  # both changed it: mine until told
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.name == "mine:title")
+        await pilot.click("Button.merge-choice.-theirs")
         await wait_for(pilot, lambda: form.query_one("#title", Input).value == "Their title")
+        assert app.focused is not None and app.focused.name == "theirs:title"
+        await pilot.click("Button.merge-choice.-mine")
+        await wait_for(pilot, lambda: form.query_one("#title", Input).value == "My title")
         form.query_one("#title", Input).value = "Merged title"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not isinstance(app.screen, RecordForm))
@@ -512,8 +518,8 @@ async def test_read_only_file_shows_a_banner_and_disables_writes(fixture_home):
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         await goto(pilot, app, "project")
-        await pilot.pause()
-        assert "read-only" in screen_text(app)
+        # A store this big loads after the first frame (a preview first): wait for the banner.
+        await wait_for(pilot, lambda: "read-only" in screen_text(app), what="the banner")
         app.pane("project").table.move_cursor_to_key(DECISION)
         await pilot.pause()
         assert app.check_action("verify", ()) is None

@@ -162,7 +162,7 @@ async def _press_action(pilot: Any, app: RecordingApp, case: Case) -> None:
         await pilot.press("enter")
     elif case.action == "forget":
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
-        await pilot.press("enter")
+        await pilot.press("shift+tab", "enter")  # the dialog starts on Cancel
     await wait_for(pilot, lambda: app.screen is app.screen_stack[0], what="back to the table")
 
 

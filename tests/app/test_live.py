@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.app.watcher import data_file_filter
@@ -105,9 +105,12 @@ async def test_another_process_append_shows_without_a_key_press(fixture_home):
         # notify() posts a message: the notification is listed a moment after the row shows.
         await wait_for(
             pilot,
-            lambda: any("1 new proposal" in n.message for n in app._notifications),
-            what="the notification",
+            lambda: any("“Staging DB is db-stg-2”" in n.message for n in app._notifications),
+            what="the notification naming the record",
         )
+        await pilot.press("o")  # and it opens the record it names
+        await wait_for(pilot, lambda: table.cursor_key == new_id, what="the cursor on it")
+        assert "Use db-stg-2 for staging." in app.pane("review").detail.text
 
 
 async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(fixture_home):
@@ -118,7 +121,7 @@ async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(
     notify = app.notify
 
     def recording_notify(message: str, **kwargs: object) -> None:
-        if "new proposal" in message:
+        if kwargs.get("title") in ("New proposal", "Review queue"):
             announced.append(message)
         notify(message, **kwargs)  # type: ignore[arg-type]
 
@@ -138,9 +141,14 @@ async def test_proposals_arriving_one_by_one_are_counted_into_few_notifications(
             assert rid in table_keys(app, "review")
         # The first is announced at once, the two that came while it showed in one more.
         # Each names the session that proposed (issue 14: an MCP client's session id).
-        assert announced == ["1 new proposal from session other waiting for review"]
+        assert announced == [
+            "“Fact 0” (fact) from session other is waiting for review · o opens it"
+        ]
         await wait_for(pilot, lambda: len(announced) == 2, what="the second notification")
-        assert announced[1] == "2 new proposals from session other waiting for review"
+        assert announced[1] == (
+            "2 new proposals from session other, the newest “Fact 2”, are waiting for review"
+            " · o opens the newest"
+        )
         await pilot.pause(1.5)  # nothing more arrived: nothing more is said
         assert len(announced) == 2
 
@@ -243,10 +251,13 @@ async def test_form_learns_of_a_change_underneath_on_save(fixture_home):
         )
         form.query_one("#title", Input).value = "Mine"
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: not form.query_one("#conflict-bar").has_class("hidden"))
-    record = MemoryStore.open(home, ws, "alice").get(DECISION)
-    assert record.content == "Changed by another process."
-    assert record.governance.revision == 3
+        await wait_for(pilot, lambda: not form.query_one("#merge").has_class("hidden"))
+        record = MemoryStore.open(home, ws, "alice").get(DECISION)
+        assert record.content == "Changed by another process."  # nothing overwritten
+        assert record.governance.revision == 3
+        # Their content comes into the form (only they changed it); the title stays mine.
+        assert form.query_one("#content", TextArea).text == "Changed by another process."
+        assert form.query_one("#title", Input).value == "Mine"
 
 
 async def test_no_watch_turns_live_refresh_off(fixture_home):

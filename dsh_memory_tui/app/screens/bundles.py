@@ -1,6 +1,9 @@
 """Export and import dialogs over bundle.py: scopes, a format and a path out; a path, a format, a
-target and the plan in. Both fit an 80x24 terminal: the plan's counts stay in view while its
-lines scroll."""
+target and the plan in. Both fit an 80x24 terminal: their buttons, the export's error and the
+plan's counts stay in view while the rest scrolls.
+
+An export goes to the home directory unless told otherwise: the current directory is usually
+the workspace, where a bundle (the user's profile in it) could be committed with the project."""
 
 from __future__ import annotations
 
@@ -15,12 +18,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from ...bundle import ImportPlan, apply_import, export_bundle, plan_import
+from ...bundle import ImportPlan, ImportResult, apply_import, export_bundle, plan_import
 from ...errors import StoreError
 from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...store import MemoryStore
 
-ConfirmShared = Callable[[Path, Callable[[], None]], None]
+# The app's one write flow (MemoryApp.run_write): shared confirmation, the write in a worker,
+# then ``done(result)`` or ``failed(error)`` on the event loop.
+RunWrite = Callable[..., bool]
 
 SUFFIX = {"json": ".json", "markdown": ".md"}
 EXPORT_FORMATS = [("JSON", "json"), ("Markdown", "markdown")]
@@ -49,8 +54,16 @@ BUNDLE_CSS = """
 #format {
     width: 18;
 }
+#export-body {
+    height: auto;
+    max-height: 45vh;
+}
+#export-error {
+    max-height: 4;
+}
 #plan-counts {
     height: auto;
+    max-height: 3;
     text-style: bold;
     padding: 0 1;
 }
@@ -73,7 +86,14 @@ BUNDLE_CSS = """
 
 
 def default_export_path(fmt: str = "json") -> str:
-    return str(Path.cwd() / f"dsh-memory-{datetime.now():%Y%m%d-%H%M}{SUFFIX[fmt]}")
+    """``~/dsh-memory-<date>-<time>.json``: in the home directory, never the workspace."""
+    return f"~/dsh-memory-{datetime.now():%Y%m%d-%H%M}{SUFFIX[fmt]}"
+
+
+def shown_path(path: Path | str) -> str:
+    """``path`` with the home directory as ``~`` (shorter at 80 columns)."""
+    text, home = str(path), str(Path.home())
+    return "~" + text[len(home) :] if home != "/" and text.startswith(home + "/") else text
 
 
 class ExportDialog(ModalScreen[str | None]):
@@ -91,21 +111,22 @@ class ExportDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
             yield Label("Export a bundle", classes="dialog-title")
-            yield Static(
-                f"Not forgotten; only {self.store.user_id}'s user profile; written 0600. "
-                "Markdown is the host's v0.7 format.",
-                classes="dialog-message",
-            )
-            with Horizontal(id="export-scopes", classes="bundle-row"):
-                for scope in Scope:
-                    yield Checkbox(
-                        scope.value, value=scope is not Scope.SESSION, id=f"x-{scope.value}"
-                    )
-            with Horizontal(classes="bundle-row"):
-                yield Label("Save as", classes="row-label")
-                yield Select(EXPORT_FORMATS, value=self.fmt, allow_blank=False, id="format")
-                yield Input(self.path, id="path")
-            yield Static("", id="export-error", classes="form-error hidden")
+            with VerticalScroll(id="export-body"):
+                yield Static(
+                    f"Not forgotten; only {self.store.user_id}'s user profile; written 0600. "
+                    "Markdown is the host's v0.7 format.",
+                    classes="dialog-message",
+                )
+                with Horizontal(id="export-scopes", classes="bundle-row"):
+                    for scope in Scope:
+                        yield Checkbox(
+                            scope.value, value=scope is not Scope.SESSION, id=f"x-{scope.value}"
+                        )
+                with Horizontal(classes="bundle-row"):
+                    yield Label("Save as", classes="row-label")
+                    yield Select(EXPORT_FORMATS, value=self.fmt, allow_blank=False, id="format")
+                    yield Input(self.path, id="path")
+            yield Static("", id="export-error", classes="form-error hidden", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Export", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -156,7 +177,7 @@ class ExportDialog(ModalScreen[str | None]):
 def describe_plan(plan: ImportPlan, limit: int = 500) -> str:
     """The plan in words: the target, then each record by its place in the bundle."""
     scope = plan.target.scope
-    lines = [f"Into {scope.value} ({AUDIENCE_BY_SCOPE[scope]}): {plan.target.path}"]
+    lines = [f"Into {scope.value} ({AUDIENCE_BY_SCOPE[scope]}): {shown_path(plan.target.path)}"]
     for index, record in list(zip(plan.new_indexes, plan.new, strict=True))[:limit]:
         lines.append(f"new        {plan.where(index):<12} {record.type.value:<10} {record.title}")
     if len(plan.new) > limit:
@@ -178,13 +199,13 @@ class ImportDialog(ModalScreen[str | None]):
     def __init__(
         self,
         store: MemoryStore,
-        confirm_shared: ConfirmShared,
+        run_write: RunWrite,
         path: str = "",
         target: Scope = Scope.PROJECT,
     ) -> None:
         super().__init__(classes="dialog")
         self.store = store
-        self.confirm_shared = confirm_shared
+        self.run_write = run_write
         self.path = path
         self.target = target
         self.plan: ImportPlan | None = None
@@ -261,18 +282,24 @@ class ImportDialog(ModalScreen[str | None]):
         if plan is None:
             return
 
-        def write(confirmed: bool = False) -> None:
-            try:
-                result = apply_import(self.store, plan, confirm_shared=confirmed)
-            except StoreError as exc:
-                self._show(f"error[{exc.code}]: {exc.message}", describe_plan(plan), error=True)
-                return
-            self.dismiss(f"Imported {len(result.written)} record(s) into {plan.target.path}")
+        def done(result: ImportResult) -> None:
+            if self.is_attached and self.app.screen is self:
+                self.dismiss(f"Imported {len(result.written)} record(s) into {plan.target.path}")
 
-        if plan.target.scope is Scope.SHARED:
-            self.confirm_shared(plan.target.path, lambda: write(True))
-        else:
-            write()
+        def failed(exc: StoreError) -> bool:
+            if not self.is_attached:
+                return False
+            self._show(f"error[{exc.code}]: {exc.message}", describe_plan(plan), error=True)
+            return True
+
+        self.run_write(
+            [plan.target.scope],
+            lambda confirmed: apply_import(self.store, plan, confirm_shared=confirmed),
+            done,
+            failed=failed,
+            keys=[f"file:{plan.target.path}"],
+            progress=f"importing {len(plan.new)} record(s)",
+        )
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

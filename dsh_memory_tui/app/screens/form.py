@@ -1,10 +1,13 @@
-"""The Create/Edit form: validates before saving, errors beside their field, conflicts in place."""
+"""The Create/Edit form: validates before saving, errors beside their field, and an edit
+conflict merged in place: what the other side changed, field by field, the reviewer's text kept.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from ...errors import ErrorCode, StoreError
+from ...errors import StoreError
 from ...model import (
     AUDIENCE_BY_SCOPE,
     MAX_CONTENT_BYTES,
@@ -23,6 +26,10 @@ from ...model import (
     RecordType,
     Scope,
 )
+from .conflict import diff_text
+
+# The fields an edit writes, in the form's order, and how each is named to the reviewer.
+FIELDS = {"type": "Type", "title": "Title", "content": "Content", "tags": "Tags"}
 
 
 def _bytes(text: str) -> int:
@@ -42,17 +49,67 @@ class FormResult:
     base_revision: int | None
 
 
-Saver = Callable[[FormResult, Callable[[str], None]], None]
+class RevisionConflict(StoreError):
+    """REVISION_CONFLICT with the record's newer version, read under the same store lock turn
+    as the refused edit (the saver raises it; the form merges against ``newer``)."""
+
+    def __init__(self, error: StoreError, newer: Record) -> None:
+        super().__init__(error.code, error.message)
+        self.newer = newer
+
+
+# save(result, saved, failed): start the write; ``saved(id)`` runs when it is written,
+# ``failed(error)`` (True: the form showed it) when it is refused. Both on the event loop.
+Saver = Callable[[FormResult, Callable[[str], None], Callable[[StoreError], bool]], None]
 
 
 def parse_tags(text: str) -> list[str]:
     return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
 
 
+def field_texts(record: Record) -> dict[str, str]:
+    """A record's editable fields as the form shows them."""
+    return {
+        "type": record.type.value,
+        "title": record.title,
+        "content": record.content,
+        "tags": ", ".join(record.tags),
+    }
+
+
+def _same(name: str, a: str, b: str) -> bool:
+    return parse_tags(a) == parse_tags(b) if name == "tags" else a == b
+
+
+def field_diff(name: str, before: str, after: str) -> Text:
+    """What changed in one field: ``-`` the version both sides started from, ``+`` theirs."""
+    if name == "tags":
+        old, new = parse_tags(before), parse_tags(after)
+        out = Text()
+        for tag in old:
+            if tag not in new:
+                out.append(f"- {tag}\n", style="red")
+        for tag in new:
+            if tag not in old:
+                out.append(f"+ {tag}\n", style="green")
+        out.rstrip()
+        return out
+    return diff_text(before, after)
+
+
 class RecordForm(ModalScreen[str | None]):
-    """New (``record`` None) or Edit. ``save(result, done)`` writes; it calls ``done(id)`` on
-    success (possibly later, after a confirmation) and raises StoreError on failure.
-    ``reload()`` returns the record's newest version after a REVISION_CONFLICT.
+    """New (``record`` None) or Edit. ``save(result, saved, failed)`` starts the write (see
+    ``Saver``). After a REVISION_CONFLICT the form shows each field the other side changed, with
+    its diff, and per field "keep mine" or "take theirs"; Save then writes over their revision.
+    """
+
+    DEFAULT_CSS = """
+    RecordForm #merge { height: auto; border: round $warning; padding: 0 1; margin-bottom: 1; }
+    RecordForm .merge-row { height: auto; }
+    RecordForm .merge-head { height: auto; }
+    RecordForm .merge-head .merge-label { width: 1fr; padding: 1 1 0 0; }
+    RecordForm .merge-head Button { margin-left: 1; }
+    RecordForm .merge-diff { height: auto; max-height: 12; overflow-y: auto; }
     """
 
     BINDINGS = [
@@ -68,26 +125,28 @@ class RecordForm(ModalScreen[str | None]):
         scopes: Sequence[Scope],
         default_scope: Scope,
         save: Saver,
-        reload: Callable[[str], Record] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self.record = record
         self.scopes = list(scopes)
         self.default_scope = default_scope
         self.saver = save
-        self.reload = reload
         self.base_revision = record.governance.revision if record else None
+        # After a conflict: per field the other side changed, "mine" or "theirs", and the
+        # values to switch between.
+        self.choices: dict[str, str] = {}
+        self._mine: dict[str, str] = {}
+        self._theirs: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         r = self.record
         heading = f"Edit {r.id} (revision {r.governance.revision})" if r else "New memory record"
         with Vertical(classes="dialog-box form-box"):
-            yield Label(heading, classes="dialog-title", id="form-heading")
-            yield Static("", id="form-error", classes="form-error hidden")
-            with Horizontal(id="conflict-bar", classes="hidden"):
-                yield Button("Reload newer version", id="reload", variant="warning")
-                yield Button("Save mine over it", id="overwrite", variant="error")
+            yield Label(heading, classes="dialog-title", id="form-heading", markup=False)
+            yield Static("", id="form-error", classes="form-error hidden", markup=False)
             with VerticalScroll(classes="form-fields"):
+                with Vertical(id="merge", classes="hidden"):
+                    yield Static("", id="merge-note", markup=False)
                 if r is None:
                     yield Label("Scope", classes="field-label")
                     yield Select(
@@ -179,14 +238,21 @@ class RecordForm(ModalScreen[str | None]):
             self.query_one(f"#{first}").focus()
             return
         self._error("")
-        try:
-            self.saver(self._result(), self.dismiss)
-        except StoreError as exc:
-            if exc.code == ErrorCode.REVISION_CONFLICT and self.record is not None:
-                self._error(f"{exc.message}")
-                self.query_one("#conflict-bar").remove_class("hidden")
-            else:
-                self._error(f"error[{exc.code}]: {exc.message}")
+        self.saver(self._result(), self._saved, self._failed)
+
+    def _saved(self, record_id: str) -> None:
+        if self.is_attached and self.app.screen is self:
+            self.dismiss(record_id)
+
+    def _failed(self, error: StoreError) -> bool:
+        """Show a refused save in the form (True); False when the form is gone."""
+        if not self.is_attached:
+            return False
+        if isinstance(error, RevisionConflict) and self.record is not None:
+            self._merge(error.newer)
+        else:
+            self._error(f"error[{error.code}]: {error.message}")
+        return True
 
     def _error(self, text: str) -> None:
         box = self.query_one("#form-error", Static)
@@ -201,25 +267,117 @@ class RecordForm(ModalScreen[str | None]):
     def action_cancel(self) -> None:
         self.dismiss(None)
 
-    @on(Button.Pressed, "#reload")
-    def _reload_pressed(self) -> None:
-        assert self.record is not None and self.reload is not None
-        newer = self.reload(self.record.id)
-        self.record = newer
-        self.base_revision = newer.governance.revision
-        self.query_one("#type", Select).value = newer.type
-        self.query_one("#title", Input).value = newer.title
-        self.query_one("#content", TextArea).text = newer.content
-        self.query_one("#tags", Input).value = ", ".join(newer.tags)
+    # ------------------------------------------------------------------ merging a conflict
+
+    def _values(self) -> dict[str, str]:
+        kind = self.query_one("#type", Select).value
+        return {
+            "type": kind.value if isinstance(kind, RecordType) else str(kind),
+            "title": self.query_one("#title", Input).value,
+            "content": self.query_one("#content", TextArea).text,
+            "tags": self.query_one("#tags", Input).value,
+        }
+
+    def _set_value(self, name: str, text: str) -> None:
+        if name == "type":
+            self.query_one("#type", Select).value = RecordType(text)
+        elif name == "content":
+            self.query_one("#content", TextArea).text = text
+        else:
+            self.query_one(f"#{name}", Input).value = text
+
+    def _merge(self, newer: Record) -> None:
+        """The other side saved ``newer`` while this form was open: the form now edits on top
+        of it. Each field they changed gets a row with their diff and a choice; a field only
+        they changed takes theirs (nothing of the reviewer's is lost), a field both changed
+        keeps the reviewer's. Focus goes to the first choice (or Save), a visible control.
+        """
+        assert self.record is not None
+        base, theirs, mine = field_texts(self.record), field_texts(newer), self._values()
+        self.record, self.base_revision = newer, newer.governance.revision
+        # Fields they changed, unless the reviewer typed the same.
+        changed = [
+            f
+            for f in FIELDS
+            if not _same(f, theirs[f], base[f]) and not _same(f, theirs[f], mine[f])
+        ]
+        self._mine, self._theirs = mine, theirs
+        self.choices = {}
+        for f in changed:
+            if _same(f, mine[f], base[f]):
+                self.choices[f] = "theirs"
+                self._set_value(f, theirs[f])
+            else:
+                self.choices[f] = "mine"
+        revision = newer.governance.revision
         self.query_one("#form-heading", Label).update(
-            f"Edit {newer.id} (revision {newer.governance.revision}, reloaded)"
+            f"Edit {newer.id} (merging with revision {revision})"
         )
         self._error("")
-        self.query_one("#conflict-bar").add_class("hidden")
+        box = self.query_one("#merge", Vertical)
+        box.query(".merge-row").remove()
+        if changed:
+            note = (
+                f"Someone else saved revision {revision} while you edited. Your text is kept; "
+                "below, each field they changed (- before, + theirs): keep yours or take "
+                f"theirs, then Save writes revision {revision + 1}."
+            )
+        else:
+            note = (
+                f"Someone else saved revision {revision} while you edited (no field you edit "
+                f"changed: {newer.status.value}, {newer.governance.verification.value}). Your "
+                f"text is kept; Save writes revision {revision + 1}."
+            )
+        self.query_one("#merge-note", Static).update(note)
+        rows = [self._merge_row(f, base[f], theirs[f]) for f in changed]
+        if rows:
+            box.mount_all(rows)
+        box.remove_class("hidden")
+        self.query_one(VerticalScroll).scroll_home(animate=False)
+        if rows:
+            self.call_after_refresh(self._focus_first_choice)  # once the rows are mounted
+        else:
+            self.set_focus(self.query_one("#save", Button))
 
-    @on(Button.Pressed, "#overwrite")
-    def _overwrite_pressed(self) -> None:
-        assert self.record is not None and self.reload is not None
-        self.base_revision = self.reload(self.record.id).governance.revision
-        self.query_one("#conflict-bar").add_class("hidden")
-        self.action_save()
+    def _focus_first_choice(self) -> None:
+        choices = self.query(".merge-choice")
+        if choices:
+            self.set_focus(choices.first(Button))
+
+    def _merge_row(self, name: str, before: str, after: str) -> Vertical:
+        chosen = self.choices[name]
+        mine = Button("Keep mine", name=f"mine:{name}", classes=f"merge-choice -mine -{name}")
+        theirs = Button(
+            "Take theirs", name=f"theirs:{name}", classes=f"merge-choice -theirs -{name}"
+        )
+        mine.variant = "primary" if chosen == "mine" else "default"
+        theirs.variant = "primary" if chosen == "theirs" else "default"
+        label = Label(f"{FIELDS[name]}: changed by them", classes="merge-label", markup=False)
+        return Vertical(
+            Horizontal(label, mine, theirs, classes="merge-head"),
+            Static(field_diff(name, before, after), classes="merge-diff", markup=False),
+            classes="merge-row",
+            name=name,
+        )
+
+    @on(Button.Pressed, ".merge-choice")
+    def _choice_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        side, _, name = (event.button.name or "").partition(":")
+        self.choose(name, side)
+        self.set_focus(event.button)
+
+    def choose(self, name: str, side: str) -> None:
+        """Per field after a conflict: ``"mine"`` (the reviewer's text) or ``"theirs"``."""
+        if name not in self.choices or self.choices[name] == side:
+            return
+        if side == "theirs":
+            self._mine[name] = self._values()[name]  # what the reviewer has typed since, too
+            self._set_value(name, self._theirs[name])
+        else:
+            self._set_value(name, self._mine[name])
+        self.choices[name] = side
+        for button in self.query(".merge-choice").results(Button):
+            kind, _, field = (button.name or "").partition(":")
+            if field == name:
+                button.variant = "primary" if kind == side else "default"

@@ -1,0 +1,58 @@
+"""The app's Textual-free state (``dsh_memory_tui.review``): what changed since it last looked,
+each tab's membership, the banners' words, the writes running."""
+
+from __future__ import annotations
+
+from dsh_memory_tui.model import Scope, Status, Verification
+from dsh_memory_tui.review import ReviewState, banner, tab_rule
+from dsh_memory_tui.store import MemoryStore
+
+PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
+PYTEST = "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab"  # user scope, a clean file
+DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
+
+
+def test_the_index_sees_every_change_since_it_looked_our_own_writes_included(
+    alice_store: MemoryStore,
+):
+    state = ReviewState()
+    records = state.index.load(alice_store.views())
+    assert PROPOSAL in {r.id for r in records} and state.index.record(PROPOSAL) is not None
+    assert not state.index.changes(alice_store.views()).touched  # nothing since
+    alice_store.verify(PYTEST)  # the write path takes its own line without reading it back
+    changes = state.index.changes(alice_store.views())
+    assert not changes.reset and list(changes.records) == [PYTEST]
+    assert changes.records[PYTEST].governance.verification is Verification.VERIFIED
+    assert not state.index.changes(alice_store.views()).touched
+    alice_store.compact(alice_store.file_for(Scope.USER))  # the file is replaced
+    assert state.index.changes(alice_store.views()).reset
+
+
+def test_each_tab_rule_reads_its_flags_when_asked(alice_store: MemoryStore):
+    shown = {"inactive": False, "derived": False}
+    project = tab_rule(Scope.PROJECT, lambda: shown["inactive"], lambda: shown["derived"])
+    review = tab_rule(None, lambda: shown["inactive"], lambda: shown["derived"])
+    decision = alice_store.get(DECISION)
+    archived = decision.model_copy(update={"status": Status.ARCHIVED})
+    assert project(decision) and not project(archived) and not review(decision)
+    shown["inactive"] = True
+    assert project(archived)
+    assert review(alice_store.get(PROPOSAL))
+
+
+def test_a_banner_counts_quarantined_lines_from_the_store(alice_store: MemoryStore):
+    view = alice_store.view(alice_store.file_for(Scope.PROJECT))
+    assert banner([view], alice_store.paths, {}) == ""
+    text = banner([view], alice_store.paths, {view.path: 3})
+    assert text == "ⓘ 3 corrupt line(s) quarantined in records.jsonl.corrupt"
+
+
+def test_running_writes_are_said_and_their_records_busy():
+    state = ReviewState()
+    token = state.write_started(["a", "b"], "compacting records.jsonl")
+    assert state.writing == {"a", "b"}
+    started = state.running[token].started
+    assert state.progress(now=started) == "compacting records.jsonl…"
+    assert state.progress(now=started + 2.4) == "compacting records.jsonl… 2 s"
+    state.write_ended(token)
+    assert state.writing == set() and state.progress() == ""
