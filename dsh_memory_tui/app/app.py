@@ -288,6 +288,25 @@ class MemoryApp(App[None]):
             self._tabbed = self.query_one(TabbedContent)
         return self._tabbed
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every toast names records, ids and error messages: untrusted text. Never parsed as
+        markup, and every control, bidi or zero-width character shown as its stand-in."""
+        super().notify(
+            visible(message, multiline=True),
+            title=visible(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
     def on_mount(self) -> None:
         for pane in self.panes():
             self.watch(pane.table, "reported_key", self._follower(pane), init=False)

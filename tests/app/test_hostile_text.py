@@ -20,6 +20,7 @@ from dsh_memory_tui.app.screens.agent import AgentScreen
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, ReasonDialog
 from dsh_memory_tui.app.widgets.detail import GUTTER, PREVIEW_LINES, DetailPane
 from dsh_memory_tui.model import Verification
+from dsh_memory_tui.present import visible
 from dsh_memory_tui.store import MemoryStore
 
 from .helpers import SIZE, screen_text, select, table_keys, wait_for
@@ -282,3 +283,27 @@ async def test_a_dialogs_labels_are_not_markup(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: app.screen.query(".dialog-title"), what="the dialog")
         assert str(app.screen.query_one(".dialog-title", Label).render()) == "[b]Title[/"
         assert app.is_running
+
+
+async def test_a_notification_shows_a_hostile_title_as_text(tmp_path: Path) -> None:
+    """A proposal arriving while the app runs is announced by its title: never parsed as
+    markup (``[/]`` would crash, ``[@click=...]`` would act), hidden characters as stand-ins."""
+    store, _ = hostile_store(tmp_path, rid="memory:agent:convention:first", title="First")
+    app = app_for(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "memory:agent:convention:first" in table_keys(app, "review"))
+        writer = MemoryStore.open(store.paths.home, store.paths.workspace, "alice")
+        write_records(writer, [hostile_record(writer, HOSTILE_ID, HOSTILE_TITLE, "x")])
+        app.sync()
+        start = visible(HOSTILE_TITLE)[:30]  # a toast names at most 40 characters of a title
+        assert "\\x9b" in start
+        await wait_for(
+            pilot,
+            lambda: any(start in n.message for n in app._notifications),
+            what="the notification naming the hostile record",
+        )
+        (note,) = [n for n in app._notifications if start in n.message]
+        assert not note.markup
+        assert "\x9b" not in note.message and "\u200b" not in note.message
+        await pilot.pause()  # the toast is drawn without a MarkupError
+        assert app.return_code is None

@@ -21,6 +21,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 from ...bundle import ImportPlan, ImportResult, apply_import, export_bundle, plan_import
 from ...errors import StoreError
 from ...model import AUDIENCE_BY_SCOPE, Scope
+from ...present import visible
 from ...store import MemoryStore
 
 # The app's one write flow (MemoryApp.run_write): shared confirmation, the write in a worker,
@@ -177,15 +178,24 @@ class ExportDialog(ModalScreen[str | None]):
 def describe_plan(plan: ImportPlan, limit: int = 500) -> str:
     """The plan in words: the target, then each record by its place in the bundle."""
     scope = plan.target.scope
-    lines = [f"Into {scope.value} ({AUDIENCE_BY_SCOPE[scope]}): {shown_path(plan.target.path)}"]
+    lines = [
+        f"Into {scope.value} ({AUDIENCE_BY_SCOPE[scope]}): {visible(shown_path(plan.target.path))}"
+    ]
     for index, record in list(zip(plan.new_indexes, plan.new, strict=True))[:limit]:
-        lines.append(f"new        {plan.where(index):<12} {record.type.value:<10} {record.title}")
+        lines.append(
+            f"new        {plan.where(index):<12} {record.type.value:<10} {visible(record.title)}"
+        )
     if len(plan.new) > limit:
         lines.append(f"… and {len(plan.new) - limit} more new")
     for dup in plan.duplicates[:limit]:
-        lines.append(f"duplicate  {plan.where(dup.index):<12} already there as {dup.existing_id}")
+        lines.append(
+            f"duplicate  {plan.where(dup.index):<12} already there as {visible(dup.existing_id)}"
+        )
     for bad in plan.invalid:
-        lines.append(f"invalid    {plan.where(bad.index):<12} {bad.id or '(no id)'}: {bad.reason}")
+        lines.append(
+            f"invalid    {plan.where(bad.index):<12} "
+            f"{visible(bad.id or '(no id)')}: {visible(bad.reason)}"
+        )
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ from textual.widgets import Button, Label, Static
 from ...errors import StoreError
 from ...governance import Action, keep_plan
 from ...model import Record
-from ...present import SHORT_ORIGIN, when
+from ...present import SHORT_ORIGIN, visible, when
 
 _PLAN_WORDS = {
     Action.VERIFY: "verify it",
@@ -30,7 +30,7 @@ def diff_text(base: str, other: str) -> Text:
     """``other``'s lines against ``base``'s: ``-`` lines only the kept version has, ``+`` lines
     only this one has, two spaces before a line both have.
     """
-    a, b = base.splitlines(), other.splitlines()
+    a, b = visible(base, multiline=True).splitlines(), visible(other, multiline=True).splitlines()
     out = Text()
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -108,7 +108,7 @@ class ConflictScreen(ModalScreen[str | None]):
         with Vertical(classes="conflict-box"):
             yield Label(
                 f"Conflict group {self.group or ''}: {len(self.versions)} versions of "
-                f"“{first.title}” ({first.type.value})",
+                f"“{visible(first.title)}” ({first.type.value})",
                 classes="dialog-title",
                 markup=False,
             )
@@ -140,13 +140,16 @@ class ConflictScreen(ModalScreen[str | None]):
             g = record.governance
             mark = "● keep this version" if i == self.chosen else f"○ version {i + 1}"
             head = (
-                f"{mark}\n{record.title}\n{record.status.value} · {g.verification.value} · "
+                f"{mark}\n{visible(record.title)}\n"
+                f"{record.status.value} · {g.verification.value} · "
                 f"{SHORT_ORIGIN[g.origin]} · r{g.revision} · {when(record.updatedAt)}\n"
-                f"{record.contentHash[:15]} · {record.id}\n"
+                f"{record.contentHash[:15]} · {visible(record.id)}\n"
             )
             box.query_one(".version-head", Static).update(head)
             body: Text | str = (
-                record.content if i == self.chosen else diff_text(chosen.content, record.content)
+                visible(record.content, multiline=True)
+                if i == self.chosen
+                else diff_text(chosen.content, record.content)
             )
             box.query_one(".version-body", Static).update(body)
         self.query_one("#plan", Static).update(plan_text(chosen, self.versions, self.clock()))
