@@ -483,6 +483,11 @@ class MemoryApp(App[None]):
 
     def _flush_announcements(self) -> None:
         self._announce_timer = None
+        if self._unannounced and len(self.screen_stack) > 1:
+            # A dialog is open: a toast would cover its buttons. Keep counting; tell when the
+            # reviewer is back at the tabs.
+            self._announce_timer = self.set_timer(1.0, self._flush_announcements)
+            return
         n, self._unannounced = self._unannounced, 0
         sessions, self._announced_sessions = self._announced_sessions, []
         if n:

@@ -300,3 +300,30 @@ async def test_a_deleted_session_file_disappears(fixture_home):
         await wait_for(
             pilot, lambda: table_keys(app, "session") == [], what="the session group to go"
         )
+
+
+async def test_a_proposal_arriving_under_a_dialog_is_announced_when_it_closes(fixture_home):
+    """A toast over an open dialog hid its buttons (the export dialog at 80x24, with an agent
+    proposing): the announcement waits for the reviewer to be back at the tabs."""
+    home, ws = fixture_home
+    app = make_app(home, ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.watch_mode != "off", what="the watcher")
+        await pilot.press("question_mark")  # the help screen: any dialog
+        await wait_for(pilot, lambda: len(app.screen_stack) > 1, what="the help screen")
+        new_id = run_writer(
+            home,
+            ws,
+            """
+            print(store.propose("project", "fact", "Under the dialog", "x", source_refs=ref).id)
+        """,
+        ).stdout.strip()
+        await wait_for(pilot, lambda: new_id in table_keys(app, "review"), what="the new row")
+        await pilot.pause()
+        assert not any("Under the dialog" in n.message for n in app._notifications)
+        await pilot.press("escape")
+        await wait_for(
+            pilot,
+            lambda: any("Under the dialog" in n.message for n in app._notifications),
+            what="the announcement after the dialog closed",
+        )
