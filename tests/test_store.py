@@ -1355,3 +1355,38 @@ def test_quarantine_counts_counts_each_files_corrupt_entries_as_they_grow(
         f.write(b'"raw":"y"}\n{"line":3,"capturedAt":0,"raw":"z"}\n')
     assert alice_store.quarantine_counts()[project.path] == 3
     assert alice_store.view(project).quarantined_lines() == 3
+
+
+def test_a_write_refused_as_too_large_keeps_the_history_in_the_file_and_its_backup(
+    alice_store: MemoryStore,
+) -> None:
+    """Issue 17, 1: a write that would pass 8 MiB used to compact the file (and overwrite its
+    .bak) before it failed, so two failing imports left a verified record with only its last
+    revision. Now a refused write changes nothing, and .bak stays what it was."""
+    store = alice_store
+    other = store.create("project", "fact", "Another", "one")
+    store.edit(other.id, 1, content="two")
+    store.compact(store.file_for("project"))  # a .bak exists: the file before this compaction
+    rec = store.create("project", "decision", "Keep this history", "r1")
+    rec = store.edit(rec.id, 1, content="r2")
+    rec = store.verify(rec.id)
+    history = [r.governance.revision for r in store.history(rec.id)]
+    assert history == [1, 2, 3]  # three lines a compaction would fold into one
+    path = project_path(store)
+    data = path.read_bytes()
+    key, lines, size, i = store.paths.root_id, [], len(data), 0
+    while size < MAX_STORE_BYTES - 40_000:  # near the cap, with records of one line each
+        lines.append(_record(10_000 + i, f"{i:08d}" + "y" * 60_000, key).to_line())
+        size, i = size + len(lines[-1]), i + 1
+    with open(path, "ab") as f:
+        f.write(b"".join(lines))
+    data = path.read_bytes()
+    view = store.view(store.file_for("project"))
+    bak = view.safe.bak_path.read_bytes()
+    for _ in range(2):
+        with pytest.raises(StoreError) as err:
+            store.create("project", "fact", "big", "x" * 60_000)
+        assert err.value.code == "STORE_TOO_LARGE"
+        assert path.read_bytes() == data
+        assert view.safe.bak_path.read_bytes() == bak
+    assert [r.governance.revision for r in store.history(rec.id)] == history
