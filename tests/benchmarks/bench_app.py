@@ -367,8 +367,8 @@ def bench_ops(tmp: Path) -> None:
     small = paths(tmp / "ops-small")
     fill(small.project_file(), count=200, content_bytes=200)
     big = paths(tmp / "ops-big")
-    fill(big.project_file(), count=10_000, content_bytes=200)
-    fill(big.user_file(), count=10_000, content_bytes=200, start=50_000)
+    fill(big.project_file(), count=10_000, content_bytes=100)  # under 8 MiB, so writable
+    fill(big.user_file(), count=10_000, content_bytes=100, start=50_000)
     base = op_costs(small)
     costs = op_costs(big)
     labels = {
