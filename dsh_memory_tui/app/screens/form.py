@@ -4,7 +4,7 @@ conflict merged in place: what the other side changed, field by field, the revie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -330,19 +330,18 @@ class RecordForm(ModalScreen[str | None]):
             )
         self.query_one("#merge-note", Static).update(note)
         rows = [self._merge_row(f, base[f], theirs[f]) for f in changed]
-        if rows:
-            box.mount_all(rows)
         box.remove_class("hidden")
         self.query_one(VerticalScroll).scroll_home(animate=False)
         if rows:
-            self.call_after_refresh(self._focus_first_choice)  # once the rows are mounted
+            # Focus the first choice once its row is really mounted (after a refresh it may not
+            # be yet, under load: the focus was then lost and typed keys went nowhere).
+            self.call_next(self._focus_when_mounted, box.mount_all(rows), rows[0])
         else:
             self.set_focus(self.query_one("#save", Button))
 
-    def _focus_first_choice(self) -> None:
-        choices = self.query(".merge-choice")
-        if choices:
-            self.set_focus(choices.first(Button))
+    async def _focus_when_mounted(self, mounted: Awaitable[object], row: Vertical) -> None:
+        await mounted
+        self.set_focus(row.query(".merge-choice").first(Button))
 
     def _merge_row(self, name: str, before: str, after: str) -> Vertical:
         chosen = self.choices[name]
