@@ -84,8 +84,16 @@ def test_edit_form_with_validation_error(snap_compare, fixture_home):
         await wait_for(pilot, lambda: app.pane("project").detail.shown == (DECISION, 2))
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm))
-        app.screen.query_one("#title", Input).value = ""
+        title = app.screen.query_one("#title", Input)
+        title.value = ""
         await pilot.press("ctrl+s")
+        await wait_for(
+            pilot,
+            lambda: title.has_focus and app.screen.query_one("#title-error").has_class("visible"),
+        )
+        # The focused input's cursor blinks every 0.5 s: under load the picture was taken in
+        # either phase (a CI run failed on it). Hold it visible.
+        title.cursor_blink = False
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(100, 36), run_before=edit)
