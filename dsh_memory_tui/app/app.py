@@ -14,10 +14,11 @@ from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.content import Content
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static, Tab, TabbedContent, TabPane, TextArea
+from textual.widgets import Input, Static, Tab, TabbedContent, TabPane, TextArea
 from textual.widgets._toast import Toast
 
 from ..errors import ErrorCode, StoreError
@@ -39,6 +40,8 @@ from .labels import SHARED_WARNING, batch_list, root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
 from .screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
 from .screens.form import FormResult, RecordForm, RevisionConflict
+from .widgets.ask_bar import AskBar
+from .widgets.keybar import KeyBar
 from .widgets.record_table import RecordTable
 
 EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
@@ -95,8 +98,15 @@ class Key(NamedTuple):
 
 
 ACTIONS: list[Key] = [
-    Key("v", "verify", "Verify", "verify the selected (or marked) records; an optional reason"),
-    Key("x", "reject", "Reject", "reject, with an optional reason"),
+    # Priority, as "/": the reason box takes the keys typed right after (see _with_reason).
+    Key(
+        "v",
+        "verify",
+        "Verify",
+        "verify the selected (or marked) records; an optional reason",
+        priority=True,
+    ),
+    Key("x", "reject", "Reject", "reject, with an optional reason", priority=True),
     Key("n", "new", "New", "new record (project, shared-project or user)"),
     Key("e", "edit", "Edit", "edit: keeps the id; a verified record becomes stale"),
     Key("a", "archive", "Archive", "archive"),
@@ -178,6 +188,15 @@ T = TypeVar("T")
 PROGRESS_TICK_S = 0.5  # the status line's count of seconds while a write runs
 
 
+class MainScreen(Screen[None]):
+    """The tabs' screen. Textual repaints a whole screen whenever its focus moves (``focused``
+    is a repainting reactive): a full frame for each ``/``, Tab, or verify's reason box, where
+    only the two widgets whose focus style changed need it (Textual restyles them itself).
+    """
+
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+
+
 class MemoryApp(App[None]):
     """The reviewer's workbench over one ``MemoryStore``."""
 
@@ -234,6 +253,9 @@ class MemoryApp(App[None]):
 
     # ------------------------------------------------------------------ layout
 
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         with TabbedContent(id="tabs", initial=self.initial_tab):
             for spec in TABS:
@@ -250,7 +272,8 @@ class MemoryApp(App[None]):
                     pane.visible = spec.id == self.initial_tab
                     yield pane
         yield Static("", id="status-line", markup=False)  # the user id and paths are text
-        yield Footer(compact=True)
+        yield AskBar(id="ask-bar")  # in the status line's place while it asks
+        yield KeyBar()
 
     @property
     def index(self) -> dict[str, FileView]:
@@ -728,9 +751,14 @@ class MemoryApp(App[None]):
         has bubbled it back (``/vitest`` in one burst verified the record and opened the edit
         form). Anywhere but the table's screen, and in a text box, ``/`` is just a character.
         """
+        self._skip_while_typing()
+        self._focus_now(self.active_pane.query_one(".filter", Input))
+
+    def _skip_while_typing(self) -> None:
+        """A priority key is just a character anywhere but the table's screen, and in a text
+        box (the filter, the reason being asked)."""
         if self.screen is not self.screen_stack[0] or isinstance(self.focused, (Input, TextArea)):
             raise SkipAction()
-        self._focus_now(self.active_pane.query_one(".filter", Input))
 
     def action_focus_table(self) -> None:
         self._focus_now(self.active_pane.table)
@@ -1031,7 +1059,13 @@ class MemoryApp(App[None]):
     def _with_reason(self, action: Action, verb: str, variant: str) -> None:
         """Ask for an optional reason, then ``action`` on the marked rows (else the cursor's);
         the dialog says which of them the rules will skip.
+
+        ``v`` and ``x`` are priority keys: the app routes each key to the widget focused when
+        it is taken from the queue, so the reason box must have the focus before the keys
+        typed right after are routed ("v" then "read the code" in one burst would otherwise
+        have run "e"dit and "a"rchive on the table).
         """
+        self._skip_while_typing()
         records = self.targets()
         if not records:
             return
@@ -1051,7 +1085,26 @@ class MemoryApp(App[None]):
             if reason is not None:
                 self._review(action, reason or None, records)
 
-        self.push_screen(ReasonDialog(verb, prompt, verb, variant=variant), answered)
+        if len(records) > 1 or skipped or records[0].scope is Scope.SHARED:
+            # Room to list what a batch touches, or to say who sees a shared record.
+            self.push_screen(ReasonDialog(verb, prompt, verb, variant=variant), answered)
+        else:
+            self._ask(prompt, verb, answered)
+
+    def _ask(self, question: str, verb: str, answered: Callable[[str | None], None]) -> None:
+        """One line in the status line's place (``AskBar``): no screen switch, no mount."""
+        status = self.query_one("#status-line", Static)
+        bar = self.query_one(AskBar)
+        pane = self.active_pane
+
+        def back(reason: str | None) -> None:
+            status.display = True
+            if self.focused is None or self.focused.parent is bar:
+                self._focus_now(pane.table)
+            answered(reason)
+
+        status.display = False
+        bar.ask(question, verb, back)
 
     def action_verify(self) -> None:
         self._with_reason(Action.VERIFY, "Verify", "success")

@@ -9,6 +9,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from dsh_memory_tui.app.app import MemoryApp
+from dsh_memory_tui.app.screens.dialogs import ReasonDialog
+from dsh_memory_tui.app.widgets.ask_bar import AskBar
 from dsh_memory_tui.store import MemoryStore
 
 SIZE = (120, 36)
@@ -29,6 +31,15 @@ async def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.02)
+
+
+def reason_asked(app: MemoryApp) -> bool:
+    """A verify's or reject's reason is being asked: in the one-line bar (one record) or in
+    its dialog (a batch, a shared-project record), with its text box focused."""
+    if isinstance(app.screen, ReasonDialog):
+        return True
+    bar = app.screen_stack[0].query_one(AskBar)
+    return bar.asking and app.focused is bar.query_one("#reason")
 
 
 def pad_past_cap(workspace: Path) -> Path:

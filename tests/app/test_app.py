@@ -14,7 +14,6 @@ from dsh_memory_tui.app.screens.dialogs import (
     ConfirmDialog,
     CopyDialog,
     HelpScreen,
-    ReasonDialog,
 )
 from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.model import Scope, SourceRef, Status, Verification
@@ -25,6 +24,7 @@ from .helpers import (
     goto,
     make_app,
     pad_past_cap,
+    reason_asked,
     screen_text,
     select,
     table_keys,
@@ -48,7 +48,7 @@ def current(home: Path, workspace: Path, rid: str, user: str = "alice"):
 async def verify_with_reason(pilot, app, reason: str = "") -> None:
     """``v``, then the optional reason (none unless given) and Enter."""
     await pilot.press("v")
-    await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the reason dialog")
+    await wait_for(pilot, lambda: reason_asked(app), what="the reason")
     if reason:
         await pilot.press(*reason)
     await pilot.press("enter")
@@ -198,9 +198,7 @@ async def test_reject_asks_for_a_reason_and_records_it(fixture_home):
     async with app.run_test(size=SIZE) as pilot:
         app.pane("review").table.move_cursor_to_key(PATHLIB)
         await pilot.press("x")
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, type(app.screen)) and app.screen.query("#reason")
-        )
+        await wait_for(pilot, lambda: reason_asked(app), what="the reason")
         await pilot.press(*"we use os.path here", "enter")
         await wait_for(pilot, lambda: PATHLIB not in table_keys(app, "review"))
     gov = current(home, ws, PATHLIB).governance

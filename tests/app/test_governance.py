@@ -33,7 +33,7 @@ from dsh_memory_tui.model import Verification
 from dsh_memory_tui.present import CONFLICT_MARK, EXPIRED_MARK, PINNED_MARK
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, goto, select, table_keys, wait_for
+from .helpers import SIZE, goto, reason_asked, select, table_keys, wait_for
 
 # The app's key for each of the host's actions (``p`` pins an unpinned record, unpins a pinned
 # one).
@@ -158,7 +158,7 @@ APP_CASES = _app_cases()
 async def _press_action(pilot: Any, app: RecordingApp, case: Case) -> None:
     await pilot.press(KEYS[case.action])
     if case.action in ("verify", "reject"):
-        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the reason")
+        await wait_for(pilot, lambda: reason_asked(app), what="the reason")
         await pilot.press("enter")
     elif case.action == "forget":
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
@@ -298,12 +298,13 @@ async def test_verify_asks_for_an_optional_reason_and_escape_cancels(tmp_path: P
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", "memory:u")
         await pilot.press("v")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog))
+        await wait_for(pilot, lambda: reason_asked(app))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
+        await wait_for(pilot, lambda: not reason_asked(app))
+        assert app.focused is app.pane("project").table  # back where the reviewer was
         assert len(lines_of(data, "memory:u")) == 1
         await pilot.press("v")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog))
+        await wait_for(pilot, lambda: reason_asked(app))
         await pilot.press(*"read the code", "enter")
         await wait_for(pilot, lambda: len(lines_of(data, "memory:u")) == 2)
     gov = lines_of(data, "memory:u")[-1]["governance"]

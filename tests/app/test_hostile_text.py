@@ -17,13 +17,13 @@ from textual.widgets import Label, Static
 
 from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.agent import AgentScreen
-from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, ReasonDialog
+from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog
 from dsh_memory_tui.app.widgets.detail import GUTTER, PREVIEW_LINES, DetailPane
 from dsh_memory_tui.model import Verification
 from dsh_memory_tui.present import visible
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, screen_text, select, table_keys, wait_for
+from .helpers import SIZE, reason_asked, screen_text, select, table_keys, wait_for
 
 # What must never reach the terminal: C0/C1 controls (but the newlines of the screen), bidi
 # and zero-width characters.
@@ -97,7 +97,17 @@ async def test_markup_in_a_title_never_acts_in_a_dialog(tmp_path: Path) -> None:
     app = app_for(store)
     async with app.run_test(size=SIZE) as pilot:
         await shown(pilot, app, rid)
-        for key, dialog in (("v", ReasonDialog), ("f", ConfirmDialog), ("c", CopyDialog)):
+        # One record's reason is asked in the one-line bar, in the status line's place.
+        await pilot.press("v")
+        await wait_for(pilot, lambda: reason_asked(app), what="the reason")
+        question = app.query_one("#ask-question", Label)
+        assert "[@click=app.verify]Click\\x9b31m me\\u200b" in str(question.render())
+        await pilot.click(question, offset=(10, 0))
+        await pilot.click(question, offset=(16, 0))
+        await pilot.pause()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not reason_asked(app), what="the question dropped")
+        for key, dialog in (("f", ConfirmDialog), ("c", CopyDialog)):
             await pilot.press(key)
             await wait_for(pilot, lambda d=dialog: isinstance(app.screen, d), what=str(dialog))
             message = app.screen.query_one(".dialog-message", Static)

@@ -12,12 +12,12 @@ from textual.widgets import Input, Static, TextArea
 
 from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.panes import GROUP_PREFIX
-from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, ReasonDialog
+from dsh_memory_tui.app.screens.dialogs import ConfirmDialog
 from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.model import SourceRef, Verification
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, goto, make_app, select, table_keys, wait_for
+from .helpers import SIZE, goto, make_app, reason_asked, select, table_keys, wait_for
 
 PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"  # "Run ruff..."
 DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"  # project, verified, r2
@@ -194,7 +194,7 @@ async def test_a_held_lock_does_not_freeze_the_app(fixture_home):
         try:
             started = time.monotonic()
             await pilot.press("v")
-            await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="dialog")
+            await wait_for(pilot, lambda: reason_asked(app), what="the reason")
             await pilot.press("enter")
             await wait_for(pilot, lambda: "verifying" in _status(app) or "writing" in _status(app))
             await pilot.press("down")  # the app still answers while the write waits
@@ -336,7 +336,7 @@ async def test_a_session_group_says_what_may_be_done_and_the_keys_agree(fixture_
         )
         assert not isinstance(app.screen, RecordForm)
         await pilot.press("v")  # allowed, as the header says
-        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the dialog")
+        await wait_for(pilot, lambda: reason_asked(app), what="the reason")
         await pilot.press("enter")
         await wait_for(
             pilot,
