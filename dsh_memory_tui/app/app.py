@@ -269,7 +269,7 @@ class MemoryApp(App[None]):
                         self._open_conflict,
                         self.store.clock,
                     )
-                    pane.visible = spec.id == self.initial_tab
+                    pane.in_view = spec.id == self.initial_tab
                     yield pane
         yield Static("", id="status-line", markup=False)  # the user id and paths are text
         yield AskBar(id="ask-bar")  # in the status line's place while it asks
@@ -641,7 +641,7 @@ class MemoryApp(App[None]):
     def _tab_activated(self) -> None:
         pane = self.active_pane
         for other in self.panes():
-            other.visible = other is pane
+            other.in_view = other is pane
         pane.show()
         self._show_detail(pane)
         pane.table.focus()

@@ -148,8 +148,25 @@ class RecordFilter:
     def __hash__(self) -> int:
         return hash((self.words, self.fields, self.flags))
 
-    def matches(self, r: Record, conflict: str | None = None) -> bool:
-        """``conflict``: the record's open conflict group, if it is in one."""
+    def narrows(self, other: RecordFilter) -> bool:
+        """True when every record this filter matches ``other`` matches too: each of its
+        words is inside one of ours, its flags are ours, and each of its fields is ours with
+        values that only start longer (every field matches by prefix). Typing on at the end
+        of a filter narrows it; so the pane tests only what it showed."""
+        if not set(other.flags) <= set(self.flags):
+            return False
+        if not all(any(w in mine for mine in self.words) for w in other.words):
+            return False
+        ours = dict(self.fields)
+        for name, values in other.fields:
+            mine = ours.get(name)
+            if mine is None or not all(any(v.startswith(o) for o in values) for v in mine):
+                return False
+        return True
+
+    def matches(self, r: Record, conflict: str | None = None, text: str | None = None) -> bool:
+        """``conflict``: the record's open conflict group, if it is in one; ``text``: its
+        ``searched_text``, when the caller keeps it."""
         g = r.governance
         for flag in self.flags:
             if flag == "pinned":
@@ -164,9 +181,14 @@ class RecordFilter:
             if not any(_field_matches(r, name, value, conflict) for value in values):
                 return False
         if self.words:
-            hay = " ".join((r.title, r.content, *r.tags)).lower()
+            hay = searched_text(r) if text is None else text
             return all(w in hay for w in self.words)
         return True
+
+
+def searched_text(r: Record) -> str:
+    """What filter words are looked for in: title, content and tags, in lower case."""
+    return " ".join((r.title, r.content, *r.tags)).lower()
 
 
 def _field_matches(r: Record, name: str, value: str, conflict: str | None) -> bool:
@@ -253,10 +275,18 @@ class RecordPane(Vertical):
         # id -> (record, in an open conflict, its row): a row is built once per record state.
         self._rows: dict[str, tuple[Record, bool, Row]] = {}
         self.filter = RecordFilter()
+        # Typing in the filter of a 20,000-record tab: per key, only what the last key showed
+        # is tested when the filter narrowed, in an order sorted once, against each record's
+        # searched text built once (ids -> (record, text)).
+        self._texts: dict[str, tuple[Record, str]] = {}
+        self._order: list[Record] | None = None  # every record, newest first
+        self._shown: list[Record] | None = None  # what the last render showed, in order
+        self._shown_filter = RecordFilter()
         # record id -> its session file's group key (the scopeKey), on the Session tab
         self.groups: dict[str, str] = {}
-        # Only the visible tab keeps its table current; the others render when first shown.
-        self.visible = spec.id == "review"
+        # Only the tab in view keeps its table current; the others render when first shown.
+        # (Not ``visible``: that is Textual's CSS visibility, and setting it takes a layout.)
+        self.in_view = spec.id == "review"
         self.stale = False
         self._banner_text = ""
 
@@ -313,31 +343,38 @@ class RecordPane(Vertical):
         """Replace the candidate set (after a reset, a toggle or on first load)."""
         self.records = {r.id: r for r in records if self.belongs(r)}
         self._rows = {k: v for k, v in self._rows.items() if k in self.records}
+        self._texts = {k: v for k, v in self._texts.items() if k in self.records}
+        self._order = self._shown = None
         if groups is not None:
             self.groups = groups
         self.render_rows()
 
     def show(self) -> None:
         """The tab became visible: bring its table up to date if it fell behind."""
-        self.visible = True
+        self.in_view = True
         if self.stale:
             self.render_rows()
 
     def render_rows(self) -> None:
-        if not self.visible:
+        if not self.in_view:
             self.stale = True
             return
         self.stale = False
-        visible = [r for r in self.records.values() if not self.filter or self._matches(r)]
+        if self._order is None:
+            self._order = _newest_first(self.records.values())
+        narrowed = self._shown is not None and self.filter.narrows(self._shown_filter)
+        candidates = self._shown if narrowed and self._shown is not None else self._order
+        visible = [r for r in candidates if self._matches(r)] if self.filter else candidates
+        self._shown, self._shown_filter = visible, self.filter
         if not self.grouped:
-            self.table.set_rows([self._row(r) for r in _newest_first(visible)])
+            self.table.set_rows([self._row(r) for r in visible])
             return
         by_group: dict[str, list[Record]] = {}
         for r in visible:
             by_group.setdefault(self.groups.get(r.id, r.scopeKey), []).append(r)
         rows: list[Row] = []
         for key in sorted(by_group):
-            members = _newest_first(by_group[key])
+            members = by_group[key]  # newest first already
             label = session_label(key, self.root_id, short=True)
             rows.append(
                 Row(
@@ -362,18 +399,28 @@ class RecordPane(Vertical):
         return row
 
     def _matches(self, record: Record) -> bool:
-        return self.filter.matches(record, self.conflict_of(record.id))
+        text = None
+        if self.filter.words:
+            kept = self._texts.get(record.id)
+            if kept is not None and kept[0] is record:
+                text = kept[1]
+            else:
+                text = searched_text(record)
+                self._texts[record.id] = (record, text)
+        return self.filter.matches(record, self.conflict_of(record.id), text)
 
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""
         added: list[str] = []
-        regroup = not self.visible
+        regroup = not self.in_view
+        self._order = self._shown = None  # what changed may sort or match differently
         for r in records:
             known = r.id in self.records
             if not self.belongs(r):
                 if known:
                     del self.records[r.id]
                     self._rows.pop(r.id, None)
+                    self._texts.pop(r.id, None)
                     if not regroup:
                         self.table.remove_row(r.id)
                 continue

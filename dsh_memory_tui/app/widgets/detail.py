@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from rich.cells import cell_len, chop_cells
@@ -177,6 +178,10 @@ class DetailPane(ScrollView):
         self._blocks: list[list[Strip] | _RawLines] = []
         self._block_starts: list[int] = [0]
         self._rendered_width = -1
+        # What a record looked like (its parts and lines at a width), by what decides it: going
+        # back to a record costs no Markdown parse, no history diff, no Rich render.
+        self._seen: OrderedDict[tuple[object, ...], _Rendered] = OrderedDict()
+        self._key: tuple[object, ...] | None = None
 
     @property
     def text(self) -> str:
@@ -213,22 +218,53 @@ class DetailPane(ScrollView):
         self._history, self._now = history, now
         self._note = None
         if record is None:
+            self._key = None
             self._set([Text("No record selected", style="dim")])
             return
-        self._set(self._record_parts())
+        self._show_record()
+
+    def _show_record(self, *, scroll: bool = True) -> None:
+        record = self._record
+        assert record is not None
+        conflict_group, rivals = self._state[1], self._state[2]
+        assert isinstance(rivals, int)
+        meta = metadata_text(
+            record, self.root_id, now=self._now, conflict_group=conflict_group, rivals=rivals
+        )
+        # The facts as text stand for the time-dependent part ("expires in 2 days").
+        key = (
+            record.id,
+            record.governance.revision,
+            record.updatedAt,
+            self.raw,
+            meta.plain,
+            tuple((h.governance.revision, h.updatedAt) for h in self._history),
+        )
+        width = self.scrollable_content_region.width
+        seen = self._seen.get(key)
+        if seen is not None and seen.width == width and seen.style == self.rich_style:
+            self._seen.move_to_end(key)
+            self._key = None  # nothing to remember once drawn
+            self._parts, self._blocks, self._block_starts = seen.parts, seen.blocks, seen.starts
+            self._rendered_width = width
+            set_virtual_size(self, Size(width, seen.starts[-1]))
+            if scroll:
+                self.scroll_to(y=0, animate=False)
+            self.refresh()
+            return
+        self._key = key
+        self._set(self._record_parts(meta), scroll=scroll)
 
     def toggle_raw(self) -> None:
         """Show the content as its raw text, or as Markdown again."""
         if self._record is None:
             return
         self.raw = not self.raw
-        self._set(self._record_parts(), scroll=False)
+        self._show_record(scroll=False)
 
-    def _record_parts(self) -> list[RenderableType | str]:
+    def _record_parts(self, meta: Text) -> list[RenderableType | str]:
         record = self._record
         assert record is not None
-        conflict_group, rivals = self._state[1], self._state[2]
-        assert isinstance(rivals, int)
         parts: list[RenderableType | str] = []
         warnings = []
         hidden = record_hidden_characters(record)
@@ -268,9 +304,7 @@ class DetailPane(ScrollView):
         parts += [
             Text(""),
             Text("Details", style=_HEADING),
-            metadata_text(
-                record, self.root_id, now=self._now, conflict_group=conflict_group, rivals=rivals
-            ),
+            meta,
             Text(""),
             Text("History", style=_HEADING),
             history_text(self._history),
@@ -283,6 +317,7 @@ class DetailPane(ScrollView):
         if note == self._note:
             return  # a sync that changed nothing here must not render it again
         self.shown, self._note, self._state, self._record = None, note, (), None
+        self._key = None
         self._set([Text(visible(title), style=_BOLD), Text(""), *(Text(visible(t)) for t in lines)])
 
     def _set(self, parts: list[RenderableType | str], *, scroll: bool = True) -> None:
@@ -301,6 +336,13 @@ class DetailPane(ScrollView):
         self._rendered_width = width
         if width > 0:
             self._blocks, self._block_starts = self._render_blocks(width)
+            if self._key is not None:
+                self._seen[self._key] = _Rendered(
+                    width, self.rich_style, self._parts, self._blocks, self._block_starts
+                )
+                self._seen.move_to_end(self._key)
+                while len(self._seen) > SEEN_KEPT:
+                    self._seen.popitem(last=False)
         else:
             self._blocks, self._block_starts = [], [0]
         set_virtual_size(self, Size(width, self._block_starts[-1]))
@@ -378,6 +420,29 @@ class DetailPane(ScrollView):
 
     def selection_updated(self, selection: Selection | None) -> None:
         self.refresh()
+
+
+SEEN_KEPT = 64  # records whose rendering is kept (a few hundred KB of strips at most)
+
+
+class _Rendered:
+    __slots__ = ("width", "style", "parts", "blocks", "starts")
+
+    def __init__(
+        self,
+        width: int,
+        style: Style,
+        parts: list[RenderableType | str],
+        blocks: list[list[Strip] | _RawLines],
+        starts: list[int],
+    ) -> None:
+        self.width, self.style, self.parts, self.blocks, self.starts = (
+            width,
+            style,
+            parts,
+            blocks,
+            starts,
+        )
 
 
 class _Guttered:
