@@ -1,7 +1,8 @@
 """What the reviewer's app knows, without Textual: which file holds each shown record and
 what changed since it last looked (``Index``), each tab's membership rule, the Session tab's
-groups, the banners' text, and the writes in flight (so a record is never written twice at
-once, and the status line can say what runs).
+groups, the banners' text, the writes in flight (so a record is never written twice at
+once, and the status line can say what runs), the status line's words, and the new proposals
+counted into notifications (``Announcements``).
 
 The app (``app/app.py``) wires this to its widgets; nothing here draws or imports textual
 (tests/test_import_hygiene.py holds that line for every module outside ``app/``).
@@ -18,6 +19,7 @@ from pathlib import Path
 from .governance import ConflictIndex
 from .model import Record, Scope, Status
 from .paths import StorePaths
+from .present import visible
 from .store import FileView
 from .store.maintenance import other_roots
 
@@ -245,3 +247,94 @@ class ReviewState:
         if len(self.running) > 1:
             text += f" (+{len(self.running) - 1} more)"
         return text
+
+
+def safe_text(text: str, limit: int = 40) -> str:
+    """Untrusted text for a one-line message: control characters shown as stand-ins, cut."""
+    shown = visible(text)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def status_text(
+    paths: StorePaths,
+    *,
+    waiting: int,
+    marked: int,
+    loading: bool,
+    live: str,
+    demo: bool,
+    showing_inactive: bool,
+    progress: str,
+) -> str:
+    """The status line: who acts where, whether it watches, what waits, what runs."""
+    parts = [
+        f"user {visible(paths.user_id)}",
+        f"workspace {visible(paths.workspace.name)}",
+        f"live: {live}",
+        "loading…" if loading else f"{waiting} waiting",
+    ]
+    if demo:  # its DIR, for a second shell (help shows the commands)
+        parts[:2] = [f"DEMO in {visible(str(paths.home.parent))}"]
+    if marked:
+        parts.append(f"{marked} marked")
+    if showing_inactive:
+        parts.append("showing archived/forgotten")
+    if progress:
+        parts.append(progress)
+    return "  ·  ".join(parts)
+
+
+def proposing_session(record: Record) -> str | None:
+    """The session that proposed ``record``: its provenance, else its first session ref."""
+    if record.provenance.sessionId:
+        return record.provenance.sessionId
+    return next((r.id for r in record.governance.sourceRefs if r.kind == "session"), None)
+
+
+PROPOSAL_TITLES = ("New proposal", "Review queue")  # one new proposal, several
+
+
+@dataclass(slots=True)
+class Announcements:
+    """New proposals (revision 1 arriving in the review queue) counted between two
+    notifications: the app tells at most one per notification's lifetime, and says how many
+    arrived, from which sessions, and which is the newest (``o`` opens it)."""
+
+    count: int = 0
+    sessions: list[str] = field(default_factory=list)
+    newest: str | None = None  # the id the last notification names
+
+    def add(self, queued: Iterable[Record]) -> None:
+        new = [r for r in queued if r.governance.revision == 1]
+        self.count += len(new)
+        if new:
+            self.newest = max(new, key=lambda r: r.updatedAt).id
+        for record in new:
+            session = proposing_session(record)
+            if session and session not in self.sessions:
+                self.sessions.append(session)
+
+    def take(self, lookup: Callable[[str], Record | None]) -> tuple[str, str] | None:
+        """The notification (title, message) for what was counted, and start counting again;
+        None when nothing was."""
+        n, self.count = self.count, 0
+        sessions, self.sessions = self.sessions, []
+        if not n:
+            return None
+        source = ""
+        if sessions:
+            shown = ", ".join(safe_text(s) for s in sessions[:2])
+            more = f" and {len(sessions) - 2} more" if len(sessions) > 2 else ""
+            source = f" from session{'s' if len(sessions) > 1 else ''} {shown}{more}"
+        newest = lookup(self.newest or "")
+        if n == 1 and newest is not None:
+            what = f"“{safe_text(newest.title)}” ({newest.type.value}){source} is"
+        else:
+            what = f"{n} new proposal{'s' if n != 1 else ''}{source}"
+            if newest is not None:
+                what += f", the newest “{safe_text(newest.title)}”,"
+            what += " are" if n != 1 else " is"
+        message = f"{what} waiting for review · o opens " + (
+            "it" if n == 1 or newest is None else "the newest"
+        )
+        return PROPOSAL_TITLES[n != 1], message

@@ -4,7 +4,7 @@ each tab's membership, the banners' words, the writes running."""
 from __future__ import annotations
 
 from dsh_memory_tui.model import Scope, Status, Verification
-from dsh_memory_tui.review import ReviewState, banner, tab_rule
+from dsh_memory_tui.review import Announcements, ReviewState, banner, status_text, tab_rule
 from dsh_memory_tui.store import MemoryStore
 
 PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
@@ -56,3 +56,43 @@ def test_running_writes_are_said_and_their_records_busy():
     assert state.progress(now=started + 2.4) == "compacting records.jsonl… 2 s"
     state.write_ended(token)
     assert state.writing == set() and state.progress() == ""
+
+
+def test_the_status_line_says_who_where_what_waits_and_what_runs(alice_store: MemoryStore):
+    paths = alice_store.paths
+    common = dict(marked=0, loading=False, live="off", demo=False, showing_inactive=False)
+    text = status_text(paths, waiting=3, progress="", **common)
+    assert text == f"user alice  ·  workspace {paths.workspace.name}  ·  live: off  ·  3 waiting"
+    busy = dict(common, marked=2, loading=True, demo=True, showing_inactive=True)
+    text = status_text(paths, waiting=3, progress="compacting… 2 s", **busy)
+    assert text.startswith(f"DEMO in {paths.home.parent}  ·  live: off  ·  loading…")
+    assert text.endswith("2 marked  ·  showing archived/forgotten  ·  compacting… 2 s")
+
+
+def test_new_proposals_are_counted_into_one_notification_naming_the_newest(
+    alice_store: MemoryStore,
+):
+    told = Announcements()
+    assert told.take(alice_store.get) is None
+    first = alice_store.propose(
+        "project", "fact", "Use ruff", "c", session=("alpha", alice_store.paths.root_id)
+    ).record
+    told.add([first, alice_store.get(DECISION)])  # a revision 2 is not a new proposal
+    assert told.take(alice_store.get) == (
+        "New proposal",
+        "“Use ruff” (fact) from session alpha is waiting for review · o opens it",
+    )
+    more = [
+        alice_store.propose(
+            "user", "fact", f"P{i}", f"c{i}", session=(f"s{i}", alice_store.paths.root_id)
+        ).record
+        for i in range(4)
+    ]
+    told.add(more)
+    title, message = told.take(alice_store.get)
+    assert title == "Review queue" and told.newest == more[-1].id
+    assert message == (
+        "4 new proposals from sessions s0, s1 and 2 more, the newest “P3”, are waiting for"
+        " review · o opens the newest"
+    )
+    assert told.take(alice_store.get) is None  # counted again from nothing

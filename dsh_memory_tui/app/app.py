@@ -31,7 +31,17 @@ from ..governance import (
 from ..jsonl import ensure_dir
 from ..model import Record, Scope, Status, Verification
 from ..present import MARKER_HELP, visible
-from ..review import ReviewState, banner, group_key, session_groups, tab_rule
+from ..review import (
+    PROPOSAL_TITLES,
+    Announcements,
+    ReviewState,
+    banner,
+    group_key,
+    safe_text,
+    session_groups,
+    status_text,
+    tab_rule,
+)
 from ..store import Action, FileView, MemoryStore
 from ..store.maintenance import AdoptResult, other_roots
 from ..store.memory import KeepResult, WriteResult
@@ -72,7 +82,6 @@ _WRITE_ACTIONS_IN_ORDER = tuple(sorted(WRITE_ACTIONS))
 # What a session group's header lists as allowed or not (the rest needs another scope's tab).
 SESSION_REVIEW_ACTIONS = ("verify", "reject", "pin", "archive", "restore", "forget", "copy")
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
-PROPOSAL_TITLES = ("New proposal", "Review queue")  # one new proposal, several
 
 
 class Key(NamedTuple):
@@ -234,10 +243,8 @@ class MemoryApp(App[None]):
         self._review_label = ""
         self._detail_timer: Timer | None = None
         self._last_move = 0.0
-        self._unannounced = 0
-        self._announced_sessions: list[str] = []  # the sessions that proposed them
+        self.announcements = Announcements()  # new proposals counted between notifications
         self._announce_timer: Timer | None = None
-        self.newest_proposal: str | None = None  # the id the last notification names; o opens it
         self._status_text = ""
         self.watch_mode = "off"
         self.sync_count = 0
@@ -493,46 +500,26 @@ class MemoryApp(App[None]):
         every second gets one toast every few seconds instead of a stack of them, and a new
         record costs a table update rather than a toast's mount and layout each time.
         """
-        new = [r for r in queued if r.governance.revision == 1]
-        self._unannounced += len(new)
-        if new:
-            self.newest_proposal = max(new, key=lambda r: r.updatedAt).id
-        for record in new:
-            session = _proposing_session(record)
-            if session and session not in self._announced_sessions:
-                self._announced_sessions.append(session)
+        self.announcements.add(queued)
         if self._announce_timer is None:
             self._flush_announcements()
 
+    @property
+    def newest_proposal(self) -> str | None:
+        """The id the last notification names; ``o`` opens it."""
+        return self.announcements.newest
+
     def _flush_announcements(self) -> None:
         self._announce_timer = None
-        if self._unannounced and len(self.screen_stack) > 1:
+        if self.announcements.count and len(self.screen_stack) > 1:
             # A dialog is open: a toast would cover its buttons. Keep counting; tell when the
             # reviewer is back at the tabs.
             self._announce_timer = self.set_timer(1.0, self._flush_announcements)
             return
-        n, self._unannounced = self._unannounced, 0
-        sessions, self._announced_sessions = self._announced_sessions, []
-        if n:
-            source = ""
-            if sessions:
-                shown = ", ".join(safe_text(s) for s in sessions[:2])
-                more = f" and {len(sessions) - 2} more" if len(sessions) > 2 else ""
-                source = f" from session{'s' if len(sessions) > 1 else ''} {shown}{more}"
-            newest = self.record(self.newest_proposal or "")
-            if n == 1 and newest is not None:
-                what = f"“{safe_text(newest.title)}” ({newest.type.value}){source} is"
-            else:
-                what = f"{n} new proposal{'s' if n != 1 else ''}{source}"
-                if newest is not None:
-                    what += f", the newest “{safe_text(newest.title)}”,"
-                what += " are" if n != 1 else " is"
-            self.notify(
-                f"{what} waiting for review · o opens "
-                + ("it" if n == 1 or newest is None else "the newest"),
-                title=PROPOSAL_TITLES[n != 1],
-                markup=False,
-            )
+        told = self.announcements.take(self.record)
+        if told is not None:
+            title, message = told
+            self.notify(message, title=title, markup=False)
             self._announce_timer = self.set_timer(
                 self.NOTIFICATION_TIMEOUT, self._flush_announcements
             )
@@ -555,30 +542,22 @@ class MemoryApp(App[None]):
         self._status()
 
     def _status(self) -> None:
-        paths = self.store.paths
-        waiting = len(self.pane("review").records)
-        marked = len(self.active_pane.table.marked_in_order())
-        parts = [
-            f"user {visible(paths.user_id)}",
-            f"workspace {visible(paths.workspace.name)}",
-            f"live: {self.watch_mode}",
-            "loading…" if self.loading else f"{waiting} waiting",
-        ]
-        if self.demo:  # its DIR, for a second shell (help shows the commands)
-            parts[:2] = [f"DEMO in {visible(str(paths.home.parent))}"]
-        if marked:
-            parts.append(f"{marked} marked")
-        if self.show_inactive:
-            parts.append("showing archived/forgotten")
         progress = self.state.progress()
-        if progress:
-            parts.append(progress)
+        text = status_text(
+            self.store.paths,
+            waiting=len(self.pane("review").records),
+            marked=len(self.active_pane.table.marked_in_order()),
+            loading=self.loading,
+            live=self.watch_mode,
+            demo=self.demo,
+            showing_inactive=self.show_inactive,
+            progress=progress,
+        )
         if progress and self._progress_timer is None:
             self._progress_timer = self.set_interval(PROGRESS_TICK_S, self._status)
         elif not progress and self._progress_timer is not None:
             self._progress_timer.stop()
             self._progress_timer = None
-        text = "  ·  ".join(parts)
         if text != self._status_text:
             self._status_text = text
             # One line high whatever it says: no layout needed.
@@ -1536,19 +1515,6 @@ class MemoryApp(App[None]):
                     f"unavailable: {why[1]}",
                     lambda action=k.action: self.explain(action),
                 )
-
-
-def _proposing_session(record: Record) -> str | None:
-    """The session that proposed ``record``: its provenance, else its first session ref."""
-    if record.provenance.sessionId:
-        return record.provenance.sessionId
-    return next((r.id for r in record.governance.sourceRefs if r.kind == "session"), None)
-
-
-def safe_text(text: str, limit: int = 40) -> str:
-    """Untrusted text for a one-line message: control characters shown as escapes, cut."""
-    shown = visible(text)
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 def _with_hint(exc: StoreError, action: Action, record: Record) -> StoreError:
