@@ -13,18 +13,21 @@ order of checks over ``json.loads`` output and says which rule broke.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
 import re
 import secrets
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import SchemaValidator
 
 from .errors import ErrorCode, StoreError
 
@@ -222,6 +225,7 @@ class _SharedFields(set[str]):
 _SHAPES: dict[frozenset[str], _SharedFields] = {}
 _MAX_SHAPES = 4096  # unknown fields make new shapes; past this, objects keep their own set
 _LAST_SHAPE: dict[type, _SharedFields] = {}  # most records of a file have the same shape
+_set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
 
 
 def _thaw(model: BaseModel) -> None:
@@ -249,13 +253,22 @@ def _loaded(record: Record) -> Record:
     fields sets (memory: see ``_Open``; provenance and source refs have a few fields, their
     small sets are left alone), and an older host's record gets its legacy governance.
     """
-    _share(record)
-    d = record.__dict__
-    if d["governance"] is None:
-        # Straight into __dict__: the field stays "unset", so the line is written back as is.
-        d["governance"] = legacy_governance(record)
+    # The usual record has the shape of the one before it: one set comparison, no lookup.
+    shared = _LAST_SHAPE.get(Record)
+    if shared is not None and record.__pydantic_fields_set__ == shared:
+        _set_fields(record, shared)
     else:
-        _share(d["governance"])
+        _share(record)
+    gov = record.__dict__["governance"]
+    if gov is None:
+        # Straight into __dict__: the field stays "unset", so the line is written back as is.
+        record.__dict__["governance"] = legacy_governance(record)
+        return record
+    shared = _LAST_SHAPE.get(Governance)
+    if shared is not None and gov.__pydantic_fields_set__ == shared:
+        _set_fields(gov, shared)
+    else:
+        _share(gov)
     return record
 
 
@@ -376,6 +389,120 @@ class Record(_Open):
 # The Rust validator itself: ``model_validate_json`` adds a Python call per line.
 _validate_json = Record.__pydantic_validator__.validate_json
 
+# A string's first character is not JavaScript whitespace (so the string is not blank).
+_NOT_BLANK_START = "^[^" + "".join("\\" + c if c in "\\]^-[" else c for c in JS_WHITESPACE) + "]"
+_HASH_PATTERN = "^sha256:[0-9a-f]{64}$"
+
+
+_VALIDATE_LINE: Callable[..., Record] | None = None  # _line_validator(), once built
+# While ``_line_validator`` builds, the model classes say "incomplete": a schema built over
+# them then (the app loads in a thread) would be refused. Every lazy schema build takes this.
+_SCHEMA_BUILD = threading.Lock()
+
+
+def _line_validator() -> Callable[..., Record]:
+    """``Record``'s own validator with what the host's text rules imply added in Rust: at most
+    as many characters as the rule allows bytes (a UTF-8 character is at least one byte), a
+    first character that is not whitespace, at most 32 tags and source refs, a source ref's
+    hash as a string of the hash's form. Each is a necessary condition of the host's rules, so
+    a valid line that fails one (a title starting with a space) only goes the slow path, and
+    what passes leaves ``_line_ok`` little to do. The records it makes are plain ``Record``s.
+    """
+    global _VALIDATE_LINE
+    with _SCHEMA_BUILD:
+        if _VALIDATE_LINE is None:
+            _VALIDATE_LINE = _build_line_validator()
+        return _VALIDATE_LINE
+
+
+def _build_line_validator() -> Callable[..., Record]:
+    schema = copy.deepcopy(Record.__pydantic_core_schema__)
+
+    def fields(model_schema: dict[str, Any]) -> dict[str, Any]:
+        while model_schema["type"] != "model":
+            model_schema = model_schema["schema"]  # "default" wrappers of optional fields
+        return model_schema["schema"]["fields"]
+
+    def text(field: dict[str, Any], max_chars: int) -> None:
+        inner = field["schema"]
+        inner = inner["schema"] if inner["type"] == "default" else inner
+        assert inner["type"] == "str", inner  # noqa: S101 (the schema pydantic made)
+        inner.update(max_length=max_chars, pattern=_NOT_BLANK_START)
+
+    top = fields(schema)
+    for name, limit in (
+        ("id", MAX_ID_BYTES),
+        ("scopeKey", MAX_SCOPE_KEY_BYTES),
+        ("title", MAX_TITLE_BYTES),
+        ("content", MAX_CONTENT_BYTES),
+    ):
+        text(top[name], limit)
+    tags = top["tags"]["schema"]
+    tags["max_length"] = MAX_TAGS
+    text({"schema": tags["items_schema"]}, MAX_TAG_BYTES)
+    prov = fields(top["provenance"]["schema"])
+    text(prov["sessionId"], MAX_ID_BYTES)
+    text(prov["note"], MAX_NOTE_BYTES)
+    refs = fields(top["governance"]["schema"])["sourceRefs"]["schema"]
+    refs["max_length"] = MAX_SOURCE_REFS
+    ref = fields(refs["items_schema"])
+    text(ref["id"], MAX_ID_BYTES)
+    # Present, it must be a hash (String(value) of anything else is not one, but an array
+    # of one hash is: such a line goes the slow path).
+    ref["contentHash"]["schema"]["schema"] = {"type": "str", "pattern": _HASH_PATTERN}
+    # pydantic-core reuses a complete model class's own validator for a "model" schema of
+    # that class, constraints or not: the classes say "incomplete" while this one is built.
+    classes = (Record, Provenance, Governance, SourceRef)
+    for cls in classes:
+        type.__setattr__(cls, "__pydantic_complete__", False)
+    try:
+        validate = SchemaValidator(schema).validate_json
+    finally:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", True)
+    if not _constraints_hold(validate):  # a pydantic that builds it otherwise: no shortcut
+        validate = lambda line, strict: _checked_fast(_validate_json(line, strict=strict), line)  # noqa: E731
+    return validate  # type: ignore[no-any-return]
+
+
+def _constraints_hold(validate: Callable[..., Record]) -> bool:
+    """True if ``validate`` refuses what ``_line_validator`` added rules against."""
+    good = (
+        b'{"schemaVersion":1,"id":"x","scope":"user","scopeKey":"u","type":"fact","title":"t",'
+        b'"content":"c","tags":["t"],"provenance":{"kind":"user","sessionId":"s","note":"n"},'
+        b'"createdAt":0,"updatedAt":0,"useCount":0,"contentHash":"h","status":"active",'
+        b'"governance":{"origin":"user-authored","sourceRefs":[{"kind":"url","id":"i",'
+        b'"contentHash":"sha256:' + b"0" * 64 + b'"}],"verification":"unverified","revision":1,'
+        b'"retention":"user-managed"}}'
+    )
+    try:
+        validate(good, strict=True)
+    except ValidationError:
+        return False
+    for needle, bad in (
+        (b'"title":"t"', b'"title":"' + b"t" * (MAX_TITLE_BYTES + 1) + b'"'),
+        (b'"id":"x"', b'"id":" x"'),
+        (b'"tags":["t"]', b'"tags":["' + b"t" * (MAX_TAG_BYTES + 1) + b'"]'),
+        (b'"note":"n"', b'"note":"\\t"'),
+        (b'"id":"i"', b'"id":""'),
+        (b'"contentHash":"sha256:', b'"contentHash":"sha257:'),
+    ):
+        try:
+            validate(good.replace(needle, bad), strict=True)
+        except ValidationError:
+            continue
+        return False
+    return True
+
+
+def _checked_fast(record: Record, line: bytes) -> Record:
+    """``_line_validator``'s contract kept with the plain validator: what ``_fast_ok`` doubts
+    is refused, so ``_line_ok`` may trust what passes.
+    """
+    if not _fast_ok(record, line):
+        raise ValidationError.from_exception_data("Record", [])
+    return record
+
 
 def records_json(records: Sequence[Record]) -> str:
     """``json.dumps([r.to_json() for r in records], ensure_ascii=False, indent=2)``, byte for
@@ -411,7 +538,8 @@ def records_json(records: Sequence[Record]) -> str:
 
 @functools.cache
 def _record_list() -> TypeAdapter[list[Record]]:
-    return TypeAdapter(list[Record])  # built on first use: only listing commands need it
+    with _SCHEMA_BUILD:  # see _line_validator
+        return TypeAdapter(list[Record])  # built on first use: only listing commands need it
 
 
 def _indented_json(record: Record) -> str:
@@ -655,29 +783,36 @@ def _fast_ok(record: Record, line: bytes | None = None) -> bool:
     its message. ``line``: the bytes it was parsed from, which can rule out control characters.
     """
     d = record.__dict__
-    if d["updatedAt"] < d["createdAt"] or not _hash_ok(d["content"], d["contentHash"]):
+    if not _rules_ok(d):
         return False
-    gov = d["governance"]
-    refs: list[SourceRef] | tuple[()] = ()
-    if gov is not None:
-        g = gov.__dict__
-        refs = g["sourceRefs"]
-        if not (
-            len(refs) <= MAX_SOURCE_REFS
-            and (refs or g["origin"] is _USER_AUTHORED)
-            and (g["verifiedAt"] is not None or g["verification"] is not _VERIFIED)
-            and (g["pinnedAt"] is None or g["pinnedBy"] is not None)
+    refs = d["governance"].__dict__["sourceRefs"] if d["governance"] is not None else ()
+    for ref in refs:
+        h = ref.__dict__["contentHash"]
+        if (h is not None or "contentHash" in ref.__pydantic_fields_set__) and not (
+            type(h) is str and _HASH.fullmatch(h)
         ):
             return False
-        for ref in refs:
-            h = ref.__dict__["contentHash"]
-            if (h is not None or "contentHash" in ref.__pydantic_fields_set__) and not (
-                type(h) is str and _HASH.fullmatch(h)
-            ):
-                return False
     if line is not None and line.isascii() and line.find(b"\\") < 0 and line.find(b"\x7f") < 0:
         return _plain_texts_ok(d, refs) or _texts_ok(d, refs, line)
     return _texts_ok(d, refs, line)
+
+
+def _rules_ok(d: dict[str, Any]) -> bool:
+    """The rules no field's type can say: timestamps in order, the content's hash, a source
+    for every non-user record, a time for a verification and an actor for a pin.
+    """
+    if d["updatedAt"] < d["createdAt"] or not _hash_ok(d["content"], d["contentHash"]):
+        return False
+    gov = d["governance"]
+    if gov is None:
+        return True
+    g = gov.__dict__
+    return (
+        len(g["sourceRefs"]) <= MAX_SOURCE_REFS
+        and (g["sourceRefs"] or g["origin"] is _USER_AUTHORED)
+        and (g["verifiedAt"] is not None or g["verification"] is not _VERIFIED)
+        and (g["pinnedAt"] is None or g["pinnedBy"] is not None)
+    )
 
 
 def _plain_texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()]) -> bool:
@@ -986,32 +1121,43 @@ def parse_line(line: bytes, location: Location | None = None) -> Record | Future
     Returns a validated ``Record``, a ``FutureLine`` or a ``ForeignLine``; raises
     ``RecordInvalid`` (``reason``, ``host_message``) for a line the host quarantines.
     """
+    result = _usual_line(line, location) if FAST_PATH else None
+    return result if result is not None else _parse_any(line, location)
+
+
+def _usual_line(line: bytes, location: Location | None) -> Record | ForeignLine | None:
+    """``parse_line``'s verdict on the usual line in one pass (Rust, then the few rules its
+    types cannot say), or None when the host-order path must decide.
+    """
     # Rust takes NaN and Infinity (into fields of any type). ``find``, not ``in``: ``in``
     # first tries its argument as an integer and raises (and clears) a TypeError each time.
     # A one-byte look (memchr) comes first.
-    if (
-        FAST_PATH
-        and (line.find(b"N") < 0 or line.find(b"NaN") < 0)
-        and (line.find(b"I") < 0 or line.find(b"Infinity") < 0)
+    if (line.find(b"N") >= 0 and line.find(b"NaN") >= 0) or (
+        line.find(b"I") >= 0 and line.find(b"Infinity") >= 0
     ):
-        try:
-            record = _validate_json(line, strict=True)
-        except ValidationError:
-            pass
-        else:
-            d = record.__dict__
-            if location is not None and not (
-                d["scope"] is location.scope
-                and (
-                    d["scopeKey"] == location.scope_key
-                    if location.scope_key is not None
-                    else location.owns(d["scopeKey"])
-                )
-            ):
-                if d["scope"] is location.scope:
-                    return ForeignLine(d["scopeKey"], d["id"], d["title"])
-            elif _fast_ok(record, line):
-                return _loaded(record)
+        return None
+    try:
+        record = (_VALIDATE_LINE or _line_validator())(line, strict=True)
+    except ValidationError:
+        return None
+    d = record.__dict__
+    if location is not None:
+        if d["scope"] is not location.scope:
+            return None  # the host-order path says why
+        key = location.scope_key
+        if not (d["scopeKey"] == key if key is not None else location.owns(d["scopeKey"])):
+            return ForeignLine(d["scopeKey"], d["id"], d["title"])
+    if not _rules_ok(d):
+        return None
+    if not (line.isascii() and line.find(b"\\") < 0 and line.find(b"\x7f") < 0):
+        gov = d["governance"]
+        if not _texts_ok(d, gov.__dict__["sourceRefs"] if gov is not None else (), line):
+            return None
+    return _loaded(record)
+
+
+def _parse_any(line: bytes, location: Location | None) -> Record | FutureLine | ForeignLine:
+    """``parse_line`` in the host's order of checks: any line, with the host's message."""
     try:
         value = loads_js(js_trim(decode_js(line)))
     except (ValueError, RecursionError):
@@ -1116,13 +1262,19 @@ def parse_lines(lines: list[bytes], location: Location | None) -> list[ParsedLin
     out: list[ParsedLine] = []
     n = len(lines)
     i = 0
+    usual, fast = _usual_line, FAST_PATH
     while i < n:
         raw = lines[i]
         if raw[:1] != b"{" and _blank(raw):
             i += 1
             continue
+        result = usual(raw, location) if fast else None
+        if result is not None:
+            out.append(ParsedLine(i, i, raw, result))
+            i += 1
+            continue
         try:
-            out.append(ParsedLine(i, i, raw, parse_line(raw, location)))
+            out.append(ParsedLine(i, i, raw, _parse_any(raw, location)))
             i += 1
             continue
         except RecordInvalid as exc:

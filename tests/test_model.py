@@ -78,11 +78,41 @@ def invalid(obj: Any, location: Location | None = PROJECT) -> RecordInvalid:
     return err.value
 
 
-@pytest.fixture(params=[True, False], ids=["fast-path", "host-order-path"])
+@pytest.fixture(
+    params=["fast", "fast-unconstrained", "host-order"],
+    ids=["fast-path", "fast-path-without-rust-constraints", "host-order-path"],
+)
 def both_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Run a test with pydantic's fast path on and off: both must give the same answers."""
-    monkeypatch.setattr(model, "FAST_PATH", request.param)
+    """Run a test with pydantic's fast path on and off, and on with the plain validator in
+    place of the constrained one (what a pydantic that ignores the added constraints gets):
+    all must give the same answers.
+    """
+    monkeypatch.setattr(model, "FAST_PATH", request.param != "host-order")
+    if request.param == "fast-unconstrained":
+        monkeypatch.setattr(model, "_constraints_hold", lambda validate: False)
+        monkeypatch.setattr(model, "_VALIDATE_LINE", None)
+        model._line_validator()
     yield
+
+
+def test_the_line_validator_refuses_what_its_added_constraints_rule_out() -> None:
+    assert model._constraints_hold(model._line_validator())
+
+
+def test_the_line_validator_makes_the_same_records_as_the_models_own() -> None:
+    for raw in fixture_lines():
+        if not raw.strip():
+            continue
+        try:
+            mine = model._line_validator()(raw, strict=True)
+        except model.ValidationError:
+            continue
+        theirs = model._validate_json(raw, strict=True)
+        assert type(mine) is Record
+        assert mine.__dict__ == theirs.__dict__
+        assert mine.__pydantic_fields_set__ == theirs.__pydantic_fields_set__
+        assert mine.__pydantic_extra__ == theirs.__pydantic_extra__
+        assert mine.to_line() == theirs.to_line()
 
 
 # ---------------------------------------------------------------- enumerations
