@@ -30,6 +30,7 @@ from ..model import (
     Scope,
     SourceRef,
     Status,
+    checked_line,
     conflict_group_for,
     js_trim,
     make_record,
@@ -284,12 +285,16 @@ class MemoryStore:
         build: Callable[[FileView], tuple[list[Record], T]],
         *,
         confirm_shared: bool = False,
+        prepared: tuple[Record, bytes] | None = None,
     ) -> T:
         """Run ``build`` on the freshly refreshed view with the file's lock held and append
         the records it returns, in one fsynced write. ``build`` may raise ``StoreError``.
+        ``prepared``: a record built before the lock with its line (``writer.write``).
         """
         self._require_confirmation(file, confirm_shared)
-        return writer.write(self.view(file), build, clock=self.clock, migrate=self._migrate)
+        return writer.write(
+            self.view(file), build, clock=self.clock, migrate=self._migrate, prepared=prepared
+        )
 
     def _migrate(self, entry: ParsedLine, location: Location) -> Record | None:
         return maintenance.migrate_line(entry, location, self.paths)
@@ -313,6 +318,7 @@ class MemoryStore:
         # session file found on disk learns its scopeKey under the lock: built there then.
         self._require_confirmation(file, confirm_shared)
         early = make(file.scope_key) if file.scope_key is not None else None
+        prepared = (early, checked_line(early, file.location)) if early is not None else None
 
         def build(view: FileView) -> tuple[list[Record], WriteResult]:
             key = view.scope_key or file.scope_key or ""
@@ -346,7 +352,7 @@ class MemoryStore:
                 record.governance.__pydantic_fields_set__.add("conflictGroup")
             return [record], WriteResult(record.id, True, record)
 
-        return self.write(file, build, confirm_shared=confirm_shared)
+        return self.write(file, build, confirm_shared=confirm_shared, prepared=prepared)
 
     def _new(
         self,

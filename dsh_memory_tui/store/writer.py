@@ -69,17 +69,21 @@ def write(
     *,
     clock: Callable[[], int],
     migrate: Migrate | None = None,
+    prepared: tuple[Record, bytes] | None = None,
 ) -> T:
     """Run ``build`` on the freshly refreshed view with the file's lock held and write the
     records it returns in one fsynced append (or one atomic replace when the file must be
     cleaned or compacted first). ``build`` may raise ``StoreError``; nothing is written then.
+
+    ``prepared``: a record built before the lock and its ``checked_line`` for this file, so
+    that when ``build`` returns it unchanged its line is not made again under the lock.
     """
     view.refresh()  # catch up before the lock: under it, only the last lines are left
     with view.safe.locked() as lock:
         view.refresh(check_dirs=False)  # locked() has just checked them
         records, result = build(view)
         if records:
-            append(view, lock, records, clock=clock, migrate=migrate)
+            append(view, lock, records, clock=clock, migrate=migrate, prepared=prepared)
     return result
 
 
@@ -90,13 +94,18 @@ def append(
     *,
     clock: Callable[[], int],
     migrate: Migrate | None = None,
+    prepared: tuple[Record, bytes] | None = None,
 ) -> None:
     """Append ``records`` (lock held). Corrupt lines are quarantined out of the file first and
     a file that would pass 8 MiB is compacted first, in the same atomic replace; a write that
     would not fit even then is refused before anything is touched (``STORE_TOO_LARGE``).
+    ``prepared``: see ``write``.
     """
     location = view.location
-    data = b"".join(checked_line(r, location) for r in records)
+    data = b"".join(
+        prepared[1] if prepared is not None and r is prepared[0] else checked_line(r, location)
+        for r in records
+    )
     if view.read_only:
         raise too_large(view, "is over 8 MiB and read-only; run `dsh-memory compact`")
     if view.corrupt or view.torn or view.size + len(data) > MAX_STORE_BYTES:
