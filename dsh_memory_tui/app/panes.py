@@ -148,6 +148,10 @@ class RecordFilter:
     def __hash__(self) -> int:
         return hash((self.words, self.fields, self.flags))
 
+    @property
+    def asks_conflict(self) -> bool:
+        return any(name == "conflict" for name, _ in self.fields)
+
     def narrows(self, other: RecordFilter) -> bool:
         """True when every record this filter matches ``other`` matches too: each of its
         words is inside one of ours, its flags are ours, and each of its fields is ours with
@@ -282,6 +286,7 @@ class RecordPane(Vertical):
         self._order: list[Record] | None = None  # every record, newest first
         self._shown: list[Record] | None = None  # what the last render showed, in order
         self._shown_filter = RecordFilter()
+        self._all_rows: list[Row] | None = None  # the rows of _order (no filter), built once
         # record id -> its session file's group key (the scopeKey), on the Session tab
         self.groups: dict[str, str] = {}
         # Only the tab in view keeps its table current; the others render when first shown.
@@ -344,7 +349,7 @@ class RecordPane(Vertical):
         self.records = {r.id: r for r in records if self.belongs(r)}
         self._rows = {k: v for k, v in self._rows.items() if k in self.records}
         self._texts = {k: v for k, v in self._texts.items() if k in self.records}
-        self._order = self._shown = None
+        self._order = self._shown = self._all_rows = None
         if groups is not None:
             self.groups = groups
         self.render_rows()
@@ -367,7 +372,12 @@ class RecordPane(Vertical):
         visible = [r for r in candidates if self._matches(r)] if self.filter else candidates
         self._shown, self._shown_filter = visible, self.filter
         if not self.grouped:
-            self.table.set_rows([self._row(r) for r in visible])
+            if self.filter:
+                self.table.set_rows([self._row(r) for r in visible])
+                return
+            if self._all_rows is None:  # an emptied filter box shows them all again
+                self._all_rows = [self._row(r) for r in visible]
+            self.table.set_rows(self._all_rows)  # set_rows copies what it keeps
             return
         by_group: dict[str, list[Record]] = {}
         for r in visible:
@@ -407,13 +417,16 @@ class RecordPane(Vertical):
             else:
                 text = searched_text(record)
                 self._texts[record.id] = (record, text)
-        return self.filter.matches(record, self.conflict_of(record.id), text)
+        # The record's open conflict group only matters to a "conflict:" field.
+        conflict = self.conflict_of(record.id) if self.filter.asks_conflict else None
+        return self.filter.matches(record, conflict, text)
 
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""
         added: list[str] = []
         regroup = not self.in_view
-        self._order = self._shown = None  # what changed may sort or match differently
+        # What changed may sort or match differently.
+        self._order = self._shown = self._all_rows = None
         for r in records:
             known = r.id in self.records
             if not self.belongs(r):
