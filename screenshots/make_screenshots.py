@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from dsh_memory_tui.app.app import MemoryApp  # noqa: E402
 from dsh_memory_tui.app.screens.bundles import ImportDialog  # noqa: E402
 from dsh_memory_tui.app.screens.form import RecordForm  # noqa: E402
+from dsh_memory_tui.app.widgets.ask_bar import AskBar  # noqa: E402
 from dsh_memory_tui.demo import DemoPaths, build_demo  # noqa: E402
 from dsh_memory_tui.model import Scope, Verification  # noqa: E402
 from dsh_memory_tui.paths import StorePaths  # noqa: E402
@@ -81,6 +82,14 @@ def record_id(app: MemoryApp, tab_id: str, title: str, unverified: bool = False)
 
 async def review_and_history(pilot: Pilot, app: MemoryApp, save: Callable[[str], None]) -> None:
     save("review-queue")
+    await pilot.press("x")  # one record's reason, asked in the status line's place
+    await wait_until(pilot, lambda: app.query_one(AskBar).asking)
+    await pilot.press(*"we use os.path here")
+    app.screen.query_one("#reason", Input).cursor_blink = False  # the same picture every time
+    await pilot.pause(0.3)
+    save("reject-reason")
+    await pilot.press("escape")
+    await wait_until(pilot, lambda: not app.query_one(AskBar).asking)
     await tab(pilot, app, "project", "3")
     rid = record_id(app, "project", DECISION)
     app.pane("project").table.move_cursor_to_key(rid)

@@ -21,7 +21,11 @@ from ...present import visible
 
 
 class ReasonInput(Input):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    # Shown in the key bar while it asks: the placeholder that says so is gone once typing.
+    BINDINGS = [
+        Binding("enter", "submit", "Confirm", show=True),
+        Binding("escape", "cancel", "Cancel", show=True),
+    ]
 
     def action_cancel(self) -> None:
         bar = self.parent
@@ -38,7 +42,7 @@ class AskBar(Horizontal):
     AskBar.-asking { display: block; }
     AskBar Label { width: 50%; height: 1; padding: 0 1; text-wrap: nowrap;
                    text-overflow: ellipsis; color: $text; text-style: bold; }
-    AskBar Input { width: 1fr; height: 1; border: none; padding: 0; }
+    AskBar Input, AskBar Input:focus { width: 1fr; height: 1; border: none; padding: 0; }
     """
 
     def __init__(self, **kwargs: object) -> None:
