@@ -981,6 +981,37 @@ class MemoryApp(App[None]):
 
         self.run_worker(in_thread, thread=True, group="write", name=progress or "write")
 
+    def run_read(
+        self,
+        read: Callable[[], T],
+        done: Callable[[T], None],
+        failed: Callable[[StoreError], None],
+    ) -> None:
+        """A read that builds its own view of the store (an export, an import's plan) in a
+        thread worker, under the gate the writes and the loading take: it never reads a file
+        between two steps of a write the app runs, and a big bundle or a slow disk leaves the
+        keys answering. ``done(result)`` or ``failed(error)`` run on the event loop.
+        """
+
+        def finish(result: object, error: StoreError | None) -> None:
+            if error is not None:
+                failed(error)
+            else:
+                done(result)  # type: ignore[arg-type]
+
+        def in_thread() -> None:
+            result: object = None
+            error: StoreError | None = None
+            with self._store_gate:
+                try:
+                    result = read()
+                except StoreError as exc:
+                    error = exc
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.call_from_thread(finish, result, error)
+
+        self.run_worker(in_thread, thread=True, group="read", name="read")
+
     def _review(
         self, action: Action, reason: str | None = None, records: list[Record] | None = None
     ) -> None:
@@ -1426,14 +1457,17 @@ class MemoryApp(App[None]):
     def action_export(self) -> None:
         from .screens.bundles import ExportDialog
 
-        self.push_screen(ExportDialog(self.store), self._bundle_done)
+        self.push_screen(ExportDialog(self.store, self.run_read), self._bundle_done)
 
     def action_import(self) -> None:
         from .screens.bundles import ImportDialog
 
         scope = self.active_pane.spec.scope
         target = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
-        self.push_screen(ImportDialog(self.store, self.run_write, target=target), self._bundle_done)
+        self.push_screen(
+            ImportDialog(self.store, self.run_write, self.run_read, target=target),
+            self._bundle_done,
+        )
 
     def _bundle_done(self, message: str | None) -> None:
         if message:

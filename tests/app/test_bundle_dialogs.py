@@ -19,6 +19,11 @@ from .helpers import make_app, screen_text, wait_for
 SMALL = (80, 24)
 
 
+def reading(app) -> bool:
+    """A read of ``MemoryApp.run_read`` is running (or waiting for the store)."""
+    return any(w.group == "read" and not w.is_finished for w in app.workers)
+
+
 def many_records_bundle(tmp_path: Path, n: int = 40) -> Path:
     """A bundle of ``n`` records, under a long directory name (a long path to show)."""
     store = MemoryStore.open(tmp_path / "src-home", tmp_path / "src-ws", "dana")
@@ -162,3 +167,62 @@ async def test_export_json_lists_what_it_left_out(tmp_path):
         await wait_for(pilot, lambda: bool(messages), what="the summary")
     assert messages[0].startswith(f"Exported 1 record(s) to {out}; 1 left out")
     assert [r["title"] for r in json.loads(out.read_bytes())["records"]] == ["Plain"]
+
+
+async def test_a_preview_and_an_export_wait_for_a_running_write_and_keys_still_answer(tmp_path):
+    bundle = many_records_bundle(tmp_path)
+    out = tmp_path / "while-busy.json"
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("I")
+        await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
+        dialog = app.screen
+        dialog.query_one("#path", Input).value = str(bundle)
+        app._store_gate.acquire()  # as a write of the app's worker holds it
+        try:
+            await pilot.click("#preview")
+            counts = dialog.query_one("#plan-counts", Static)
+            await wait_for(pilot, lambda: "Reading the bundle" in str(counts.render()))
+            await wait_for(pilot, lambda: reading(app), what="the read started")
+            await pilot.press("tab")  # the dialog still answers
+            await pilot.pause()
+            assert reading(app) and dialog.plan is None  # the read waits for the write
+        finally:
+            app._store_gate.release()
+        await wait_for(pilot, lambda: dialog.plan is not None, what="the plan")
+        assert len(dialog.plan.new) == 40
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ImportDialog))
+
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        app.screen.query_one("#path", Input).value = str(out)
+        app._store_gate.acquire()
+        try:
+            await pilot.click("#ok")
+            await wait_for(pilot, lambda: reading(app), what="the export started")
+            assert not out.exists() and isinstance(app.screen, ExportDialog)
+        finally:
+            app._store_gate.release()
+        await wait_for(pilot, lambda: out.exists() and not isinstance(app.screen, ExportDialog))
+
+
+async def test_a_plan_for_what_was_typed_before_is_not_shown(tmp_path):
+    bundle = many_records_bundle(tmp_path)
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("I")
+        await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
+        dialog = app.screen
+        dialog.query_one("#path", Input).value = str(bundle)
+        app._store_gate.acquire()
+        try:
+            await pilot.click("#preview")
+            await wait_for(pilot, lambda: reading(app), what="the read started")
+            dialog.query_one("#path", Input).value = str(bundle) + ".other"  # typed meanwhile
+            await pilot.pause()
+        finally:
+            app._store_gate.release()
+        await wait_for(pilot, lambda: not reading(app), what="the read done")
+        await pilot.pause()  # its result, posted back to the event loop
+        assert dialog.plan is None and dialog.query_one("#ok", Button).disabled

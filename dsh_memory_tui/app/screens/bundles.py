@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,7 +19,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from ...bundle import ImportPlan, ImportResult, apply_import, export_bundle, plan_import
+from ...bundle import (
+    ExportResult,
+    ImportPlan,
+    ImportResult,
+    apply_import,
+    export_bundle,
+    plan_import,
+)
 from ...errors import StoreError
 from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...present import visible
@@ -27,6 +35,9 @@ from ...store import MemoryStore
 # The app's one write flow (MemoryApp.run_write): shared confirmation, the write in a worker,
 # then ``done(result)`` or ``failed(error)`` on the event loop.
 RunWrite = Callable[..., bool]
+# Its reads (MemoryApp.run_read): ``read()`` in a worker, then ``done(result)`` or
+# ``failed(error)`` on the event loop.
+RunRead = Callable[[Callable[[], Any], Callable[[Any], None], Callable[[StoreError], None]], None]
 
 SUFFIX = {"json": ".json", "markdown": ".md"}
 EXPORT_FORMATS = [("JSON", "json"), ("Markdown", "markdown")]
@@ -103,9 +114,13 @@ class ExportDialog(ModalScreen[str | None]):
     DEFAULT_CSS = BUNDLE_CSS
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, store: MemoryStore, path: str | None = None, fmt: str = "json") -> None:
+    def __init__(
+        self, store: MemoryStore, run_read: RunRead, path: str | None = None, fmt: str = "json"
+    ) -> None:
         super().__init__(classes="dialog")
         self.store = store
+        self.run_read = run_read
+        self.exporting = False
         self.fmt = fmt
         self.path = path or default_export_path(fmt)
 
@@ -153,12 +168,26 @@ class ExportDialog(ModalScreen[str | None]):
             error.update("Choose at least one scope.")
             error.remove_class("hidden")
             return
+        if self.exporting:
+            return  # one export at a time
         path = Path(self.query_one("#path", Input).value.strip()).expanduser()
-        try:
-            result = export_bundle(self.store, path, scopes=scopes, fmt=self.fmt)
-        except StoreError as exc:
-            error.update(f"error[{exc.code}]: {exc.message}")
-            error.remove_class("hidden")
+        self.exporting = True
+
+        def failed(exc: StoreError) -> None:
+            self.exporting = False
+            if self.is_attached:
+                error.update(f"error[{exc.code}]: {exc.message}")
+                error.remove_class("hidden")
+
+        self.run_read(
+            lambda: export_bundle(self.store, path, scopes=scopes, fmt=self.fmt),
+            self._exported,
+            failed,
+        )
+
+    def _exported(self, result: ExportResult) -> None:
+        self.exporting = False
+        if not self.is_attached:
             return
         summary = f"Exported {result.count} record(s) to {result.path}"
         if result.left_out:
@@ -210,12 +239,15 @@ class ImportDialog(ModalScreen[str | None]):
         self,
         store: MemoryStore,
         run_write: RunWrite,
+        run_read: RunRead,
         path: str = "",
         target: Scope = Scope.PROJECT,
     ) -> None:
         super().__init__(classes="dialog")
         self.store = store
         self.run_write = run_write
+        self.run_read = run_read
+        self._asked = 0  # the preview whose plan may still be shown
         self.path = path
         self.target = target
         self.plan: ImportPlan | None = None
@@ -257,6 +289,7 @@ class ImportDialog(ModalScreen[str | None]):
     @on(Input.Changed)
     @on(Select.Changed)
     def _stale(self) -> None:
+        self._asked += 1  # a plan still being made is for what was typed before
         self.plan = None
         self.query_one("#ok", Button).disabled = True
 
@@ -269,15 +302,30 @@ class ImportDialog(ModalScreen[str | None]):
             return
         target: Scope = self.query_one("#target", Select).value  # type: ignore[assignment]
         fmt = str(self.query_one("#format", Select).value)
-        try:
-            self.plan = plan_import(
+        self._asked += 1
+        asked = self._asked
+        self.plan = None
+        self.query_one("#ok", Button).disabled = True
+        self._show("Reading the bundle…")
+
+        def failed(exc: StoreError) -> None:
+            if self.is_attached and asked == self._asked:
+                self._show(f"error[{exc.code}]: {exc.message}", error=True)
+
+        def done(plan: ImportPlan) -> None:
+            if self.is_attached and asked == self._asked:
+                self._planned(plan)
+
+        self.run_read(
+            lambda: plan_import(
                 self.store, Path(path).expanduser(), target, fmt=None if fmt == "auto" else fmt
-            )
-        except StoreError as exc:
-            self.plan = None
-            self._show(f"error[{exc.code}]: {exc.message}", error=True)
-            self.query_one("#ok", Button).disabled = True
-            return
+            ),
+            done,
+            failed,
+        )
+
+    def _planned(self, plan: ImportPlan) -> None:
+        self.plan = plan
         kind = "Markdown" if self.plan.format == "markdown" else "JSON"
         self._show(
             f"{self.plan.counts} ({kind}, {self.plan.total} in the file)", describe_plan(self.plan)
