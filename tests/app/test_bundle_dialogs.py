@@ -35,11 +35,18 @@ def many_records_bundle(tmp_path: Path, n: int = 40) -> Path:
     return out
 
 
-async def preview(pilot, app, path: Path, target: Scope = Scope.PROJECT, fmt: str = "auto"):
+async def open_import(pilot, app, path: Path) -> ImportDialog:
+    """``I``, and the bundle's path typed in."""
     await pilot.press("I")
     await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
     dialog = app.screen
+    assert isinstance(dialog, ImportDialog)
     dialog.query_one("#path", Input).value = str(path)
+    return dialog
+
+
+async def preview(pilot, app, path: Path, target: Scope = Scope.PROJECT, fmt: str = "auto"):
+    dialog = await open_import(pilot, app, path)
     dialog.query_one("#target", Select).value = target
     dialog.query_one("#format", Select).value = fmt
     await pilot.pause()
@@ -82,10 +89,7 @@ async def test_an_error_shows_on_the_counts_line(tmp_path):
     bad.write_text('{"schemaVersion": 2, "records": []}')
     app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
     async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("I")
-        await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
-        dialog = app.screen
-        dialog.query_one("#path", Input).value = str(bad)
+        dialog = await open_import(pilot, app, bad)
         await pilot.click("#preview")
         line = dialog.query_one("#plan-counts", Static)
         await wait_for(pilot, lambda: "BUNDLE_INVALID" in str(line.render()))
@@ -174,10 +178,7 @@ async def test_a_preview_and_an_export_wait_for_a_running_write_and_keys_still_a
     out = tmp_path / "while-busy.json"
     app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
     async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("I")
-        await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
-        dialog = app.screen
-        dialog.query_one("#path", Input).value = str(bundle)
+        dialog = await open_import(pilot, app, bundle)
         app._store_gate.acquire()  # as a write of the app's worker holds it
         try:
             await pilot.click("#preview")
@@ -211,10 +212,7 @@ async def test_a_plan_for_what_was_typed_before_is_not_shown(tmp_path):
     bundle = many_records_bundle(tmp_path)
     app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
     async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("I")
-        await wait_for(pilot, lambda: isinstance(app.screen, ImportDialog))
-        dialog = app.screen
-        dialog.query_one("#path", Input).value = str(bundle)
+        dialog = await open_import(pilot, app, bundle)
         app._store_gate.acquire()
         try:
             await pilot.click("#preview")
