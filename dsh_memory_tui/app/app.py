@@ -1265,9 +1265,17 @@ class MemoryApp(App[None]):
         )
 
     def action_agent_view(self) -> None:
-        from .screens.agent import AgentScreen
+        from .screens.agent import AgentScreen, scope_views
 
-        self.push_screen(AgentScreen(self.store, self.session))
+        def failed(exc: StoreError) -> None:
+            self.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
+
+        # Read in a worker, after any write the app is running (run_read).
+        self.run_read(
+            lambda: scope_views(self.store, self.session),
+            lambda views: self.push_screen(AgentScreen(views)),
+            failed,
+        )
 
     def action_forget(self) -> None:
         record = self.current_record()

@@ -224,3 +224,24 @@ async def test_a_plan_for_what_was_typed_before_is_not_shown(tmp_path):
         await wait_for(pilot, lambda: not reading(app), what="the read done")
         await pilot.pause()  # its result, posted back to the event loop
         assert dialog.plan is None and dialog.query_one("#ok", Button).disabled
+
+
+async def test_what_the_agent_sees_is_read_after_a_running_write(tmp_path):
+    from dsh_memory_tui.app.screens.agent import AgentScreen
+
+    store = MemoryStore.open(tmp_path / "home", tmp_path / "ws", "carol")
+    rid = store.create("project", "fact", "Served", "A verified fact.").id
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        app._store_gate.acquire()  # a write of the app's worker runs
+        try:
+            await pilot.press("W")
+            await wait_for(pilot, lambda: reading(app), what="the read started")
+            await pilot.press("down")  # the tabs still answer
+            await pilot.pause()
+            assert not isinstance(app.screen, AgentScreen)
+        finally:
+            app._store_gate.release()
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen), what="the view")
+        assert "Served" in str(app.screen.query_one("#agent-summary", Static).render())
+    assert store.get(rid).title == "Served"

@@ -89,9 +89,10 @@ class AgentScreen(ModalScreen[None]):
         Binding("escape,q,W", "close", "Close"),
     ]
 
-    def __init__(self, store: MemoryStore, session: str | None) -> None:
+    def __init__(self, views: list[tuple[Scope, AgentView | str]]) -> None:
+        """``views``: ``scope_views`` (the app reads them in a worker)."""
         super().__init__(classes="dialog")
-        self.views = scope_views(store, session)
+        self.views = views
         self.showing_text = False
 
     def compose(self) -> ComposeResult:
