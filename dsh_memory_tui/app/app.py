@@ -107,15 +107,8 @@ class Key(NamedTuple):
 
 
 ACTIONS: list[Key] = [
-    # Priority, as "/": the reason box takes the keys typed right after (see _with_reason).
-    Key(
-        "v",
-        "verify",
-        "Verify",
-        "verify the selected (or marked) records; an optional reason",
-        priority=True,
-    ),
-    Key("x", "reject", "Reject", "reject, with an optional reason", priority=True),
+    Key("v", "verify", "Verify", "verify the selected (or marked) records; an optional reason"),
+    Key("x", "reject", "Reject", "reject, with an optional reason"),
     Key("n", "new", "New", "new record (project, shared-project or user)"),
     Key("e", "edit", "Edit", "edit: keeps the id; a verified record becomes stale"),
     Key("a", "archive", "Archive", "archive"),
@@ -192,6 +185,7 @@ OTHER_KEYS = [
     ("markers", MARKER_HELP),
 ]
 _ACTION_OF_KEY = {k.key: k.action for k in ACTIONS}
+_ACTIONS_BY_NAME = {k.action for k in ACTIONS}
 _NEED_STORE = {k.action for k in ACTIONS} - {"filter", "help", "quit"}
 T = TypeVar("T")
 PROGRESS_TICK_S = 0.5  # the status line's count of seconds while a write runs
@@ -254,6 +248,7 @@ class MemoryApp(App[None]):
         # Held by the write worker around each store call; the event loop never waits for it:
         # a sync that finds it taken is left to the write's end (which syncs).
         self._store_gate = threading.RLock()
+        self._agent_view_due = False  # W's read is running
         self._full_sync_due = False
         self._progress_timer: Timer | None = None
         self._adoptable: dict[Scope, FileView | None] = {}  # _adopt_view's last answers
@@ -613,6 +608,8 @@ class MemoryApp(App[None]):
 
     @on(RecordTable.MarksChanged)
     def _marks_changed(self) -> None:
+        if not self.active_pane.query(RecordTable):
+            return  # the app is closing: the message outlived the table
         self._status()
         self._update_bindings()
 
@@ -761,7 +758,17 @@ class MemoryApp(App[None]):
         """None (shown disabled in the footer) when ``unavailable`` says why it cannot run."""
         if not isinstance(self.screen, Screen) or self.screen is not self.screen_stack[0]:
             return True
+        bar = self._ask_bar
+        if bar is not None and bar.asking and action in _ACTIONS_BY_NAME:
+            # A key routed to the table before the question took the focus acts on nothing
+            # (on_key types it into the question): "v" then "read" must not run "e"dit.
+            return False
         return None if self.unavailable(action) is not None else True
+
+    @property
+    def _ask_bar(self) -> AskBar | None:
+        bars = self.screen_stack[0].query(AskBar) if self.screen_stack else None
+        return bars.first() if bars else None
 
     def unavailable(
         self, action: str, records: list[Record] | None = None, *, busy: bool = True
@@ -863,7 +870,18 @@ class MemoryApp(App[None]):
         return True
 
     def on_key(self, event: events.Key) -> None:
-        """A key whose action is unavailable says why (the binding would do nothing)."""
+        """A key whose action is unavailable says why (the binding would do nothing).
+
+        While the one-line question asks, a key that was routed to the table before the
+        question took the focus (typed right after ``v``) is typed into the question instead
+        of running the table's or the app's action (``v`` then "read the code" in one burst
+        would have run "e"dit and "a"rchive)."""
+        bar = self._ask_bar
+        if bar is not None and bar.asking and self.screen is self.screen_stack[0]:
+            if bar.takes(event):
+                event.prevent_default()
+                event.stop()
+            return
         action = _ACTION_OF_KEY.get(event.key)
         if action is None or self.screen is not self.screen_stack[0]:
             return
@@ -994,6 +1012,9 @@ class MemoryApp(App[None]):
         """
 
         def finish(result: object, error: StoreError | None) -> None:
+            # A sync that came while the read held the gate was skipped; and the read
+            # refreshed the store's views itself: bring the tabs up to what it saw.
+            self.sync()
             if error is not None:
                 failed(error)
             else:
@@ -1070,12 +1091,11 @@ class MemoryApp(App[None]):
         """Ask for an optional reason, then ``action`` on the marked rows (else the cursor's);
         the dialog says which of them the rules will skip.
 
-        ``v`` and ``x`` are priority keys: the app routes each key to the widget focused when
-        it is taken from the queue, so the reason box must have the focus before the keys
-        typed right after are routed ("v" then "read the code" in one burst would otherwise
-        have run "e"dit and "a"rchive on the table).
+        Keys typed right after ``v`` were routed to the table before the question took the
+        focus: while it asks, the app's actions are off (``check_action``) and such a key is
+        typed into the question (``on_key``), in the order typed; keys before ``v`` (``down``)
+        still move the cursor first, so the question is about the record they chose.
         """
-        self._skip_while_typing()
         records = self.targets()
         if not records:
             return
@@ -1270,12 +1290,20 @@ class MemoryApp(App[None]):
         def failed(exc: StoreError) -> None:
             self.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
 
+        def show(views: list[Any]) -> None:
+            self._agent_view_due = False
+            if self.screen is self.screen_stack[0]:  # not over a dialog opened meanwhile
+                self.push_screen(AgentScreen(views))
+
+        def refused(exc: StoreError) -> None:
+            self._agent_view_due = False
+            failed(exc)
+
+        if self._agent_view_due:
+            return  # W pressed again while it reads
+        self._agent_view_due = True
         # Read in a worker, after any write the app is running (run_read).
-        self.run_read(
-            lambda: scope_views(self.store, self.session),
-            lambda views: self.push_screen(AgentScreen(views)),
-            failed,
-        )
+        self.run_read(lambda: scope_views(self.store, self.session), show, refused)
 
     def action_forget(self) -> None:
         record = self.current_record()

@@ -159,6 +159,8 @@ class RecordFilter:
         of a filter narrows it; so the pane tests only what it showed."""
         if not set(other.flags) <= set(self.flags):
             return False
+        if "expired" in self.flags and self.now != other.now:
+            return False  # time passed: what expired since was not among what it showed
         if not all(any(w in mine for mine in self.words) for w in other.words):
             return False
         ours = dict(self.fields)

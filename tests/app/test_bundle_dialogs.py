@@ -245,3 +245,20 @@ async def test_what_the_agent_sees_is_read_after_a_running_write(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen), what="the view")
         assert "Served" in str(app.screen.query_one("#agent-summary", Static).render())
     assert store.get(rid).title == "Served"
+
+
+async def test_what_arrived_while_a_read_held_the_store_is_shown_after_it(tmp_path):
+    from dsh_memory_tui.model import SourceRef
+
+    store = MemoryStore.open(tmp_path / "home", tmp_path / "ws", "carol")
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")  # no watcher
+    async with app.run_test(size=SMALL) as pilot:
+        app._store_gate.acquire()
+        try:
+            await pilot.press("W")
+            await wait_for(pilot, lambda: reading(app), what="the read started")
+            ref = [SourceRef(kind="session", id="agent")]
+            rid = store.propose("project", "fact", "Arrived", "meanwhile", source_refs=ref).id
+        finally:
+            app._store_gate.release()
+        await wait_for(pilot, lambda: rid in app.pane("review").records, what="the proposal")

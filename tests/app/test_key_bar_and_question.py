@@ -11,7 +11,7 @@ from dsh_memory_tui.app.widgets.ask_bar import AskBar
 from dsh_memory_tui.app.widgets.keybar import KeyBar
 from dsh_memory_tui.model import Verification
 
-from .helpers import SIZE, make_app, reason_asked, select, wait_for
+from .helpers import SIZE, make_app, reason_asked, select, table_keys, wait_for
 from .test_second_pass import DECISION, PROPOSAL, burst, current
 
 
@@ -104,3 +104,26 @@ async def test_the_question_names_the_record_and_moving_away_drops_it(fixture_ho
         await pilot.press("enter")  # on the table now: opens the detail, writes nothing
         await pilot.pause()
     assert current(home, ws, PROPOSAL).governance.revision == 1
+
+
+async def test_keys_before_v_in_one_burst_choose_the_record_it_asks_about(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "review", PROPOSAL)
+        table = app.pane("review").table
+        keys = table_keys(app, "review")
+        below = keys[keys.index(PROPOSAL) + 1]
+        burst(app, "down", "v")
+        await wait_for(pilot, lambda: reason_asked(app), what="the question")
+        assert table.cursor_key == below
+        title = current(home, ws, below).title
+        assert app.query_one(AskBar).question.startswith(f"Verify “{title[:20]}")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not reason_asked(app))
+        # Marks made in the same burst count too: the batch's dialog lists both.
+        table.move_cursor_to_key(PROPOSAL)
+        await pilot.pause()
+        burst(app, "space", "space", "v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the batch")
+        assert len(table.marked_keys) == 2

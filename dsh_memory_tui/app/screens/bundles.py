@@ -171,6 +171,7 @@ class ExportDialog(ModalScreen[str | None]):
         if self.exporting:
             return  # one export at a time
         path = Path(self.query_one("#path", Input).value.strip()).expanduser()
+        fmt = self.fmt  # as chosen now, not as the radio reads when the worker gets to it
         self.exporting = True
 
         def failed(exc: StoreError) -> None:
@@ -180,7 +181,7 @@ class ExportDialog(ModalScreen[str | None]):
                 error.remove_class("hidden")
 
         self.run_read(
-            lambda: export_bundle(self.store, path, scopes=scopes, fmt=self.fmt),
+            lambda: export_bundle(self.store, path, scopes=scopes, fmt=fmt),
             self._exported,
             failed,
         )
@@ -290,6 +291,10 @@ class ImportDialog(ModalScreen[str | None]):
     @on(Select.Changed)
     def _stale(self) -> None:
         self._asked += 1  # a plan still being made is for what was typed before
+        if self.plan is None and "Reading the bundle" in str(
+            self.query_one("#plan-counts", Static).render()
+        ):
+            self._show("")  # that plan will not be shown
         self.plan = None
         self.query_one("#ok", Button).disabled = True
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -75,6 +75,15 @@ class AskBar(Horizontal):
         self.add_class("-asking")
         self.screen.set_focus(box)
 
+    def takes(self, event: events.Key) -> bool:
+        """Type a printable key that reached the app while this asks (it was routed to the
+        table before the question took the focus) into the question; False for others."""
+        char = event.character
+        if char is None or not char.isprintable():
+            return False
+        self.query_one(ReasonInput).insert_text_at_cursor(char)
+        return True
+
     def answer(self, reason: str | None) -> None:
         answered, self._answered = self._answered, None
         if answered is None:
@@ -89,4 +98,7 @@ class AskBar(Horizontal):
 
     @on(Input.Blurred, "#reason")
     def _blurred(self) -> None:
-        self.answer(None)  # focus moved away (a click, a tab): the question is dropped
+        # Focus moved away (a click, a tab): the question is dropped. A blur left over from
+        # the last answer, arriving after a new question took the focus again, is not that.
+        if self.screen.focused is not self.query_one(ReasonInput):
+            self.answer(None)

@@ -236,6 +236,9 @@ class DetailPane(ScrollView):
             record.id,
             record.governance.revision,
             record.updatedAt,
+            record.contentHash,  # a line edited by hand keeps its revision
+            record.title,
+            tuple(record.tags),
             self.raw,
             meta.plain,
             tuple((h.governance.revision, h.updatedAt) for h in self._history),
