@@ -210,6 +210,18 @@ def test_run_live_goes_on_through_store_errors(
         live.finish()
 
 
+def stop(proc: subprocess.Popen[str], signum: int) -> str:
+    """Send ``signum`` and wait for the process to end; its stderr. Killed if it hangs."""
+    proc.send_signal(signum)
+    try:
+        _, err = proc.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return err
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_cli_demo_builds_then_live_stops_cleanly_on_a_signal(tmp_path: Path, signum: int) -> None:
     root = tmp_path / "cli-demo"
@@ -225,13 +237,7 @@ def test_cli_demo_builds_then_live_stops_cleanly_on_a_signal(tmp_path: Path, sig
         before = len(store.review_queue())
         wait_for(lambda: len(store.review_queue()) > before, "the first live proposal")
     finally:
-        proc.send_signal(signum)
-        try:
-            _, err = proc.communicate(timeout=WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
+        err = stop(proc, signum)
     assert proc.returncode == 0
     assert err == ""
 
@@ -265,13 +271,7 @@ def test_cli_demo_live_on_an_existing_demo_writes_into_it(demo: DemoPaths) -> No
         assert lines[3].startswith("appending live records")
         wait_for(lambda: len(store.review_queue()) > before, "a live proposal in the old demo")
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            _, err = proc.communicate(timeout=WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
+        err = stop(proc, signal.SIGINT)
     assert proc.returncode == 0
     assert err == ""
 

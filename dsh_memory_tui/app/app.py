@@ -234,6 +234,7 @@ class MemoryApp(App[None]):
         self._binding_signature: tuple[bool | None, ...] = ()
         self._panes: dict[str, RecordPane] = {}
         self._tabbed: TabbedContent | None = None
+        self._ask_bar_widget: AskBar | None = None
         self._review_label = ""
         self._detail_timer: Timer | None = None
         self._last_move = 0.0
@@ -767,8 +768,12 @@ class MemoryApp(App[None]):
 
     @property
     def _ask_bar(self) -> AskBar | None:
-        bars = self.screen_stack[0].query(AskBar) if self.screen_stack else None
-        return bars.first() if bars else None
+        """The one-line question, composed once (``check_action`` asks for it for every
+        binding the key bar reads: one DOM query, then kept)."""
+        if self._ask_bar_widget is None and self.screen_stack:
+            bars = self.screen_stack[0].query(AskBar)
+            self._ask_bar_widget = bars.first() if bars else None
+        return self._ask_bar_widget
 
     def unavailable(
         self, action: str, records: list[Record] | None = None, *, busy: bool = True

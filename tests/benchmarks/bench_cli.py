@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import build_file  # noqa: E402
+from bench_store import build_file, print_table  # noqa: E402
 
 from dsh_memory_tui.jsonl import MAX_STORE_BYTES  # noqa: E402
 
@@ -163,13 +163,7 @@ def main() -> None:
             f"({pw / qw:.1f}x; cpu {pc / qc:.1f}x)",
         ),
     ]
-    headers = ("measure", "result", "target", "absolute")
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(4)]
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in rows:
-        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
-    print(f"\npython {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -370,6 +370,11 @@ def main() -> None:
             f"{prim['lock_s'] * 1e6:.0f} us; {prim['fsync_s'] * 1e6:.0f} us",
         ),
     ]
+    print_table(rows)
+
+
+def print_table(rows: list[tuple[str, str, str, str]]) -> None:
+    """The benchmark's rows as a Markdown table (measure, result, target, absolute)."""
     headers = ("measure", "result", "target", "absolute")
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(4)]
     print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
