@@ -13,7 +13,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,30 +179,78 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _append_synced(path: Path, data: bytes, action: str) -> tuple[int, os.stat_result]:
-    """Append ``data`` to ``path`` (created 0600) and fsync; on any failure cut the file back
-    to its old size and raise ``WRITE_FAILED``. Returns the start offset and the final stat.
+@dataclass(slots=True)
+class Appended:
+    """Lines appended to a file whose fsync is still to come (its descriptor open).
+
+    A writer appends with the lock held and syncs after releasing it (``sync``): the next
+    writer's append need not wait for this one's disk, and several writers' fsyncs share one
+    journal commit. Nothing is acknowledged before ``sync`` returns.
+    """
+
+    path: Path
+    fd: int
+    start: int
+    stat: os.stat_result  # the file's, just after the append
+    created: bool
+    action: str
+
+    def sync(self, relock: Callable[[], contextlib.AbstractContextManager[object]] | None) -> None:
+        """fsync (and the directory's, for a new file), then close. On a failure the
+        appended lines are cut off again (``relock``: how to take the lock back for that,
+        None when it is still held) unless another writer has appended since, and
+        ``WRITE_FAILED`` is raised.
+        """
+        try:
+            os.fsync(self.fd)
+        except OSError as exc:
+            self._undo(relock)
+            raise _io_error(self.path, self.action, exc) from None
+        finally:
+            os.close(self.fd)
+        if self.created:
+            try:
+                fsync_dir(self.path.parent)
+            except OSError as exc:
+                raise _io_error(self.path.parent, "syncing the directory", exc) from None
+
+    def _undo(self, relock: Callable[[], contextlib.AbstractContextManager[object]] | None) -> None:
+        held = relock() if relock is not None else contextlib.nullcontext()
+        with contextlib.suppress(OSError, StoreError), held:
+            st = os.fstat(self.fd)
+            if st.st_nlink and st.st_size == self.stat.st_size:  # nobody appended since
+                os.ftruncate(self.fd, self.start)
+                os.fsync(self.fd)
+
+
+def _append(path: Path, data: bytes, action: str) -> Appended:
+    """Append ``data`` to ``path`` (created 0600), not synced yet; on a failure cut the file
+    back to its old size and raise ``WRITE_FAILED``.
     """
     fd, created = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         start = os.fstat(fd).st_size
         try:
             _write_all(fd, data)
-            os.fsync(fd)
             after = os.fstat(fd)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
                 os.fsync(fd)
             raise _io_error(path, action, exc) from None
-    finally:
+    except BaseException:
         os.close(fd)
-    if created:
-        try:
-            fsync_dir(path.parent)
-        except OSError as exc:
-            raise _io_error(path.parent, "syncing the directory", exc) from None
-    return start, after
+        raise
+    return Appended(path, fd, start, after, created, action)
+
+
+def _append_synced(path: Path, data: bytes, action: str) -> tuple[int, os.stat_result]:
+    """Append ``data`` to ``path`` (created 0600) and fsync, lock held; on any failure cut the
+    file back to its old size and raise ``WRITE_FAILED``. Returns the start offset and stat.
+    """
+    appended = _append(path, data, action)
+    appended.sync(None)
+    return appended.start, appended.stat
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -511,6 +559,11 @@ class SafeFile:
         Returns the offset the data was written at and the file's stat after the write.
         """
         return _append_synced(self.path, data, "appending")
+
+    def append_unsynced(self, data: bytes) -> Appended:
+        """Append complete lines (lock held); the caller calls ``sync(self.locked)`` on the
+        result once it has released the lock, and acknowledges nothing before that."""
+        return _append(self.path, data, "appending")
 
     def quarantine(self, entries: list[tuple[int, str]], captured_at: int) -> None:
         """Append ``(line number, raw text)`` entries to ``<file>.corrupt`` in the host's format

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import ErrorCode, StoreError
-from ..jsonl import MAX_STORE_BYTES, read_file
+from ..jsonl import MAX_STORE_BYTES, Appended, read_file
 from ..lock import HostLock
 from ..model import (
     ForeignLine,
@@ -82,8 +82,18 @@ def write(
     with view.safe.locked() as lock:
         view.refresh(check_dirs=False)  # locked() has just checked them
         records, result = build(view)
-        if records:
+        appended = (
             append(view, lock, records, clock=clock, migrate=migrate, prepared=prepared)
+            if records
+            else None
+        )
+    if appended is not None:
+        # The fsync, after the lock is released: the next writer need not wait for our disk.
+        try:
+            appended.sync(view.safe.locked)
+        except StoreError:
+            view.refresh()  # our lines were cut off again (unless others appended after)
+            raise
     return result
 
 
@@ -95,11 +105,12 @@ def append(
     clock: Callable[[], int],
     migrate: Migrate | None = None,
     prepared: tuple[Record, bytes] | None = None,
-) -> None:
+) -> Appended | None:
     """Append ``records`` (lock held). Corrupt lines are quarantined out of the file first and
     a file that would pass 8 MiB is compacted first, in the same atomic replace; a write that
     would not fit even then is refused before anything is touched (``STORE_TOO_LARGE``).
-    ``prepared``: see ``write``.
+    ``prepared``: see ``write``. Returns the plain append, still to be synced by the caller
+    once the lock is released (``Appended.sync``), or None when the file was replaced (synced).
     """
     location = view.location
     data = b"".join(
@@ -117,13 +128,14 @@ def append(
             extra=records,
             migrate=migrate,
         )
-        return
+        return None
     if view.unterminated_record:
         # The host appends without looking: a line without LF would glue to the next one.
         data = b"\n" + data
     lock.ensure_ours()
-    start, st = view.safe.append(data)
-    view.took_append(records, data, start, st)
+    appended = view.safe.append_unsynced(data)
+    view.took_append(records, data, appended.start, appended.stat)
+    return appended
 
 
 def rewrite(

@@ -817,8 +817,9 @@ def _killed_writer(
 def test_our_writer_killed_holding_the_lock_blocks_the_host_for_60_s_only(
     tmp_path: Path, figures: Figures
 ) -> None:
-    """What really happens when our writer is SIGKILLed while it holds the lock (after its
-    line is written, before its fsync and release) while a host writer keeps appending:
+    """What really happens when our writer is SIGKILLed while it holds the lock (just before
+    its line is written: the lock file's pid was its first write, the line its second; its
+    fsync comes after the release) while a host writer keeps appending:
 
     - the lock stays, naming the dead pid; nothing removes it: the host (which never waits
       and never asks whether the pid runs) is refused "busy" at once on every attempt, every
@@ -837,11 +838,11 @@ def test_our_writer_killed_holding_the_lock_blocks_the_host_for_60_s_only(
     wait_until(lambda: len(host.acked()) >= 5, "the host to append", loops=[host])
 
     killed = _killed_writer(
-        site, target, 5, lambda emit: KillingOS(1, emit, frozenset({"fsync"})), lives
+        site, target, 5, lambda emit: KillingOS(2, emit, frozenset({"write"})), lives
     )
     wait_until(lambda: killed.eof, "our writer to be killed", loops=[host], workers=[killed])
     _join(killed, lives)
-    assert killed.killed and killed.messages[-1].get("killed_at") == "fsync", killed.messages
+    assert killed.killed and killed.messages[-1].get("killed_at") == "write", killed.messages
     killed_at = now_ms()
     assert target.lock.read_text() == f"{killed.pid}\n", "the killed writer's lock went away"
 
