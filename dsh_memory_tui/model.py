@@ -21,7 +21,7 @@ import re
 import secrets
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
@@ -1259,7 +1259,19 @@ def parse_lines(lines: list[bytes], location: Location | None) -> list[ParsedLin
     the file's last LF, often empty), as the host's ``open()`` reads them: blank lines skipped,
     a line that is not JSON recovered with the lines after it when it can be.
     """
-    out: list[ParsedLine] = []
+    return [
+        result if type(result) is ParsedLine else ParsedLine(i, i, lines[i], result)
+        for i, result in parse_entries(lines, location)
+    ]
+
+
+def parse_entries(
+    lines: list[bytes], location: Location | None
+) -> Iterator[tuple[int, Parsed | ParsedLine]]:
+    """``parse_lines`` without its ``ParsedLine`` for the usual line (a loaded file is ~all
+    usual lines): ``(index, result)`` for a line the fast path decided, ``(index, entry)``
+    for any other entry (an invalid or recovered one, or one decided in the host's order).
+    """
     n = len(lines)
     i = 0
     usual, fast = _usual_line, FAST_PATH
@@ -1270,34 +1282,34 @@ def parse_lines(lines: list[bytes], location: Location | None) -> list[ParsedLin
             continue
         result = usual(raw, location) if fast else None
         if result is not None:
-            out.append(ParsedLine(i, i, raw, result))
+            yield i, result
             i += 1
             continue
-        try:
-            out.append(ParsedLine(i, i, raw, _parse_any(raw, location)))
-            i += 1
-            continue
-        except RecordInvalid as exc:
-            if not exc.not_json or i + 1 >= n:
-                out.append(ParsedLine(i, i, raw, exc))
-                i += 1
-                continue
-            failure = exc
-        window = [decode_js(line) for line in lines[i : i + MAX_RECOVERY_JOINS + 2]]
-        got = recover_multiline(window, 0)
-        if got is None:
-            out.append(ParsedLine(i, i, raw, failure))
-            i += 1
-            continue
-        value, last = got
-        result: Parsed | RecordInvalid
-        try:
-            result = _validate_value(value, location)
-        except RecordInvalid as exc:
-            result = exc
-        out.append(ParsedLine(i, i + last, b"\n".join(lines[i : i + last + 1]), result, True))
-        i += last + 1
-    return out
+        entry = _slow_entry(lines, i, location)
+        yield i, entry
+        i = entry.last + 1
+
+
+def _slow_entry(lines: list[bytes], i: int, location: Location | None) -> ParsedLine:
+    """The entry that starts at line ``i`` in the host's order of checks."""
+    raw = lines[i]
+    try:
+        return ParsedLine(i, i, raw, _parse_any(raw, location))
+    except RecordInvalid as exc:
+        if not exc.not_json or i + 1 >= len(lines):
+            return ParsedLine(i, i, raw, exc)
+        failure = exc
+    window = [decode_js(line) for line in lines[i : i + MAX_RECOVERY_JOINS + 2]]
+    got = recover_multiline(window, 0)
+    if got is None:
+        return ParsedLine(i, i, raw, failure)
+    value, last = got
+    result: Parsed | RecordInvalid
+    try:
+        result = _validate_value(value, location)
+    except RecordInvalid as exc:
+        result = exc
+    return ParsedLine(i, i + last, b"\n".join(lines[i : i + last + 1]), result, True)
 
 
 def validate_record(record: Record, location: Location | None = None) -> Record:

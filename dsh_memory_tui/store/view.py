@@ -25,6 +25,7 @@ from ..model import (
     ForeignLine,
     FutureLine,
     Location,
+    Parsed,
     ParsedLine,
     Record,
     RecordInvalid,
@@ -33,8 +34,8 @@ from ..model import (
     Status,
     expired_view,
     is_expired,
+    parse_entries,
     parse_line,
-    parse_lines,
     title_key,
 )
 from ..paths import StoreFile
@@ -87,6 +88,10 @@ class _Tail:
 
     data: bytes
     line_no: int
+
+
+def _entry(lines: list[bytes], i: int, result: Parsed | ParsedLine) -> ParsedLine:
+    return result if type(result) is ParsedLine else ParsedLine(i, i, lines[i], result)
 
 
 class FileView:
@@ -202,18 +207,20 @@ class FileView:
         return change
 
     def _apply_lines(self, lines: list[bytes], first: int, change: FileChange) -> None:
-        location = self.location
         apply, ids = self._apply, change.ids
-        for entry in parse_lines(lines, location):
-            result = entry.result
+        # Every line is judged with the location as it was at the start (a session file
+        # learns its scopeKey from its first record).
+        for i, entry in parse_entries(lines, self.location):
+            # The usual line comes as its record; any other as a ParsedLine (its result may
+            # still be a record: a recovered one, or one decided in the host's order).
+            result = entry.result if type(entry) is ParsedLine else entry
             if type(result) is Record:
                 if self.scope_key is None:
                     self.scope_key = result.scopeKey
-                    location = self.location
                 apply(result)
                 ids.append(result.id)
             else:
-                self._note(entry, first, change)
+                self._note(_entry(lines, i, entry), first, change)
 
     def _note(self, entry: ParsedLine, first: int, change: FileChange) -> None:
         result = entry.result
