@@ -94,6 +94,9 @@ def json_for_terminal(text: str) -> str:
     """A JSON text with every character ``visible`` would replace written as a ``\\u`` escape
     instead: the same JSON values, but nothing in it acts on a terminal or reorders what is
     shown, and a lone surrogate can still be printed as UTF-8."""
+    if text.isascii():  # O(1) on a str; the usual listing, where the regex took ~15 ns a char
+        # C0 controls are escaped by every JSON encoder: only DEL can be left, in a string.
+        return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
     return _JSON_RAW.sub(_json_escape, text)
 
 

@@ -3,9 +3,12 @@ visible stand-ins; a revision's change is a diff of its text fields and content.
 
 from __future__ import annotations
 
+import json
 import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_memory_tui.model import (
     Origin,
@@ -27,6 +30,7 @@ from dsh_memory_tui.present import (
     hidden_characters,
     hidden_warning,
     history_lines,
+    json_for_terminal,
     record_facts,
     record_hidden_characters,
     revision_diff,
@@ -178,3 +182,29 @@ def test_a_huge_content_change_is_not_diffed() -> None:
     assert revision_diff(old, new) == [
         (NOTE, "content: 4000 lines -> 4000 lines (too long to diff here)")
     ]
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES, ascii_only=st.booleans())
+def test_json_for_terminal_keeps_the_values_and_leaves_nothing_invisible(
+    value: object, ascii_only: bool
+) -> None:
+    """Whatever the JSON text (ASCII, which takes a shortcut, or not): the same values, and
+    not one character ``visible`` would replace is left raw."""
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=2)
+    shown = json_for_terminal(text)
+    assert json.loads(shown) == json.loads(text)
+    assert hidden_characters(shown.replace("\n", " ")) == 0
+
+
+def test_json_for_terminal_escapes_del_in_an_ascii_text() -> None:
+    text = json.dumps({"title": "a\x7fb"}, ensure_ascii=False)
+    assert text.isascii()
+    assert json_for_terminal(text) == '{"title": "a\\u007fb"}'
