@@ -33,7 +33,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-from storegen import MIB, fill, full_store, paths  # noqa: E402
+from storegen import MIB, fill, full_store, installed_bytecode, paths  # noqa: E402
 
 from dsh_memory_tui.model import Scope  # noqa: E402
 
@@ -112,14 +112,6 @@ def _cpu_of(pid: int) -> float:
     return total / 1e9
 
 
-def _bytecode_env(tmp: Path) -> None:
-    """As an installed program runs: compiled modules cached (this shell may forbid writing
-    them; the cache goes to a directory of this run, not into the tree).
-    """
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
-
-
 def first_frames(
     runs: dict[str, tuple[list[str], str]], trials: int = 7
 ) -> dict[str, tuple[float, float]]:
@@ -173,7 +165,7 @@ Bare().run()
 
 
 def bench_launch(tmp: Path) -> None:
-    _bytecode_env(tmp)
+    installed_bytecode(tmp)
     small = paths(tmp / "small")
     fill(small.project_file(), count=2)
     big = full_store(tmp / "big")

@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import build_file, print_table  # noqa: E402
+from storegen import installed_bytecode  # noqa: E402
 
 from dsh_memory_tui.jsonl import MAX_STORE_BYTES  # noqa: E402
 
@@ -137,6 +138,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="rounds of list (propose: 3x)")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="dsh-bench-cli-"))
+    installed_bytecode(base)
     try:
         baseline_name, listing = measure_list(base, args.rounds)
         propose = measure_propose(base, args.rounds * 3)

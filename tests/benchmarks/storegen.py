@@ -18,6 +18,19 @@ from dsh_memory_tui.model import (
 from dsh_memory_tui.paths import StoreFile, StorePaths
 
 MIB = 1024 * 1024
+
+
+def installed_bytecode(tmp: Path) -> None:
+    """Let the processes a benchmark starts run as an installed program does: compiled modules
+    cached (pip compiles what it installs; an editable install writes them at its first run).
+    This shell may forbid writing them (PYTHONDONTWRITEBYTECODE): then every process would
+    compile the package's ~15,000 lines first. The cache goes to a directory of this run, not
+    into the tree; the peers' installed packages are compiled already.
+    """
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+
+
 WORDS = (
     "service",
     "handler",
