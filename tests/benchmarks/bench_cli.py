@@ -9,7 +9,8 @@ Run:  /work/venv/bin/python tests/benchmarks/bench_cli.py [--rounds 7]
   in ``$DSH_HOST_BUILD`` or ``${TMPDIR:-/tmp}/dsh-host-build`` when missing). Without it,
   against one python process that ``json.loads`` each line and ``json.dumps`` the list.
 - ``dsh-memory propose`` into an empty store (a fresh home and workspace each round), against
-  ``python -c pass``: what a writing command costs beyond starting python.
+  ``python -c pass``: what a writing command costs beyond starting python; and two floors,
+  python importing pydantic, and python importing our record model.
 
 Each figure is the best of interleaved rounds (the least disturbed by other processes): wall
 time, and the processes' CPU time (user + system), steadier on a busy machine.
@@ -122,15 +123,27 @@ def measure_propose(base: Path, rounds: int) -> dict:
             "session:bench",
         ]
 
-    walls, cpus, pass_walls, pass_cpus = [], [], [], []
+    # What no writing command can go below while records are pydantic models: python, then
+    # pydantic imported, then our record model built (every command that reads or writes a
+    # record needs it).
+    floors = {
+        "pass": [sys.executable, "-c", "pass"],
+        "pydantic": [sys.executable, "-c", "from pydantic import BaseModel"],
+        "model": [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {str(REPO)!r}); import dsh_memory_tui.model",
+        ],
+    }
+    walls: dict[str, list[float]] = {name: [] for name in ("ours", *floors)}
+    cpus: dict[str, list[float]] = {name: [] for name in walls}
     for _ in range(rounds):
-        wall, cpu = timed(fresh())  # a new empty store each round, made before the clock
-        walls.append(wall)
-        cpus.append(cpu)
-        wall, cpu = timed([sys.executable, "-c", "pass"])
-        pass_walls.append(wall)
-        pass_cpus.append(cpu)
-    return {"ours": (min(walls), min(cpus)), "pass": (min(pass_walls), min(pass_cpus))}
+        for name in walls:
+            # A new empty store each round, made before the clock.
+            wall, cpu = timed(fresh() if name == "ours" else floors[name])
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {name: (min(walls[name]), min(cpus[name])) for name in walls}
 
 
 def main() -> None:
@@ -163,6 +176,18 @@ def main() -> None:
             "<= 0.120 s",
             f"python -c pass: {qw * ms:.0f} ms wall, cpu {qc * ms:.0f} ms "
             f"({pw / qw:.1f}x; cpu {pc / qc:.1f}x)",
+        ),
+        (
+            "floor: python + `from pydantic import BaseModel`",
+            f"{propose['pydantic'][0]:.3f} s",
+            "",
+            "any command that builds a pydantic model",
+        ),
+        (
+            "floor: python + our record model imported",
+            f"{propose['model'][0]:.3f} s",
+            "",
+            "any command that reads or writes a record",
         ),
     ]
     print_table(rows)
