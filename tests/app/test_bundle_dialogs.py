@@ -262,3 +262,35 @@ async def test_what_arrived_while_a_read_held_the_store_is_shown_after_it(tmp_pa
         finally:
             app._store_gate.release()
         await wait_for(pilot, lambda: rid in app.pane("review").records, what="the proposal")
+
+
+async def test_an_export_cancelled_while_it_waits_for_a_write_writes_nothing(tmp_path):
+    """Cancel pressed while the export waits for a running write: once the write is done the
+    export does not run (it used to write the file anyway, with the dialog gone, saying
+    nothing); the next export goes through."""
+    out = tmp_path / "cancelled.json"
+    app = make_app(tmp_path / "home", tmp_path / "ws", user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        app.store.create("project", "fact", "Exported later", "Its content.")
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        app.screen.query_one("#path", Input).value = str(out)
+        app._store_gate.acquire()  # as a write of the app's worker holds it
+        try:
+            await pilot.click("#ok")
+            await wait_for(pilot, lambda: reading(app), what="the export started")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, ExportDialog))
+        finally:
+            app._store_gate.release()
+        await wait_for(pilot, lambda: not reading(app), what="the export's read to end")
+        await pilot.pause()
+        assert not out.exists(), "a cancelled export wrote its file"
+        assert not [n for n in app._notifications if "Exported" in n.message]
+
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        app.screen.query_one("#path", Input).value = str(out)
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: out.exists() and not isinstance(app.screen, ExportDialog))
+        assert json.loads(out.read_text())["records"][0]["title"] == "Exported later"

@@ -7,6 +7,7 @@ the workspace, where a bundle (the user's profile in it) could be committed with
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -121,6 +122,8 @@ class ExportDialog(ModalScreen[str | None]):
         self.store = store
         self.run_read = run_read
         self.exporting = False
+        # Set by Cancel while the export waits for the store: it then writes nothing.
+        self._cancelled = threading.Event()
         self.fmt = fmt
         self.path = path or default_export_path(fmt)
 
@@ -173,23 +176,35 @@ class ExportDialog(ModalScreen[str | None]):
         path = Path(self.query_one("#path", Input).value.strip()).expanduser()
         fmt = self.fmt  # as chosen now, not as the radio reads when the worker gets to it
         self.exporting = True
+        cancelled = self._cancelled
+        app = self.app  # to tell what was written if the dialog is closed meanwhile
+
+        def export() -> ExportResult | None:
+            if cancelled.is_set():  # cancelled while it waited for a write: nothing to do
+                return None
+            return export_bundle(self.store, path, scopes=scopes, fmt=fmt)
 
         def failed(exc: StoreError) -> None:
             self.exporting = False
             if self.is_attached:
                 error.update(f"error[{exc.code}]: {exc.message}")
                 error.remove_class("hidden")
+            elif not cancelled.is_set():
+                app.notify(exc.message, title=f"error[{exc.code}]", severity="error")
 
-        self.run_read(
-            lambda: export_bundle(self.store, path, scopes=scopes, fmt=fmt),
-            self._exported,
-            failed,
-        )
+        def exported(result: ExportResult | None) -> None:
+            self.exporting = False
+            if result is None:
+                return
+            summary = self._summary(result)
+            if self.is_attached:
+                self.dismiss(summary)
+            else:  # Cancel came once the file was being written: say it was
+                app.notify(summary, title="Exported before the cancel took effect")
 
-    def _exported(self, result: ExportResult) -> None:
-        self.exporting = False
-        if not self.is_attached:
-            return
+        self.run_read(export, exported, failed)
+
+    def _summary(self, result: ExportResult) -> str:
         summary = f"Exported {result.count} record(s) to {result.path}"
         if result.left_out:
             summary += (
@@ -198,10 +213,11 @@ class ExportDialog(ModalScreen[str | None]):
             )
         if result.over_host_limits:
             summary += f"; the host cannot import it ({result.over_host_limits})"
-        self.dismiss(summary)
+        return summary
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        self._cancelled.set()
         self.dismiss(None)
 
 
