@@ -198,14 +198,22 @@ class Appended:
     def sync(self, relock: Callable[[], contextlib.AbstractContextManager[object]] | None) -> None:
         """fsync (and the directory's, for a new file), then close. On a failure the
         appended lines are cut off again (``relock``: how to take the lock back for that,
-        None when it is still held) unless another writer has appended since, and
-        ``WRITE_FAILED`` is raised.
+        None when it is still held) unless another writer has appended since or the file is
+        no longer at its path (the host's compaction renames it to ``.bak``): then the error
+        says the lines may still be there. ``WRITE_FAILED`` either way.
         """
         try:
             os.fsync(self.fd)
         except OSError as exc:
-            self._undo(relock)
-            raise _io_error(self.path, self.action, exc) from None
+            cut = self._undo(relock)
+            error = _io_error(self.path, self.action, exc)
+            if not cut:
+                error = StoreError(
+                    error.code,
+                    f"{error.message}; the lines written may still be in the file (another "
+                    "writer had appended after them): look before writing them again",
+                )
+            raise error from None
         finally:
             os.close(self.fd)
         if self.created:
@@ -214,13 +222,22 @@ class Appended:
             except OSError as exc:
                 raise _io_error(self.path.parent, "syncing the directory", exc) from None
 
-    def _undo(self, relock: Callable[[], contextlib.AbstractContextManager[object]] | None) -> None:
+    def _undo(self, relock: Callable[[], contextlib.AbstractContextManager[object]] | None) -> bool:
+        """Cut the appended lines off again, if nothing came after them; True if cut."""
+        cut = False
         held = relock() if relock is not None else contextlib.nullcontext()
         with contextlib.suppress(OSError, StoreError), held:
             st = os.fstat(self.fd)
-            if st.st_nlink and st.st_size == self.stat.st_size:  # nobody appended since
+            at_path = os.lstat(self.path)
+            if (
+                st.st_nlink
+                and (at_path.st_dev, at_path.st_ino) == (st.st_dev, st.st_ino)
+                and st.st_size == self.stat.st_size  # nobody appended since
+            ):
                 os.ftruncate(self.fd, self.start)
-                os.fsync(self.fd)
+                cut = True
+                os.fsync(self.fd)  # best effort: the disk just failed one
+        return cut
 
 
 def _append(path: Path, data: bytes, action: str) -> Appended:

@@ -60,9 +60,15 @@ class _Vanish:
     One inotify instance per process, kept for its life, with a watch per directory a lock
     was waited for: closing an inotify descriptor waits for an RCU grace period (~0.5 ms
     measured, while the lock is already ours), and users have 128 instances at most. Any
-    entry leaving any watched directory wakes a waiter: a spurious wake is one more try
+    entry leaving any watched directory wakes every waiter: a spurious wake is one more try
     (~20 us). ``get`` returns None where inotify is missing or refused (another OS, no
     watches left): the caller polls.
+
+    Threads share it through a count of wakes: a waiter notes the count (``mark``) before its
+    try and sleeps only while the count is still that (``wait``), so a release that another
+    thread read off the descriptor still wakes it. One thread at a time polls the descriptor
+    (one ``select.poll`` may not be polled twice at once); the others wait on a condition it
+    notifies. A forked child drops the parent's instance (``_after_fork``).
     """
 
     _IN_DELETE, _IN_MOVED_FROM = 0x200, 0x40
@@ -74,9 +80,11 @@ class _Vanish:
     def __init__(self, libc: Any, fd: int) -> None:
         self._libc = libc
         self._fd = fd
-        self._pid = os.getpid()
         self._poll = select.poll()
         self._poll.register(fd, select.POLLIN)
+        self._changed = threading.Condition(threading.Lock())
+        self._wakes = 0
+        self._polling = False  # a thread is in poll(): the others wait for its notify
 
     @classmethod
     def get(cls, directory: Path) -> _Vanish | None:
@@ -87,7 +95,7 @@ class _Vanish:
             return None
         with cls._guard:
             vanish = cls._instance
-            if vanish is None or vanish._pid != os.getpid():  # a forked child gets its own
+            if vanish is None:
                 vanish = cls._instance = cls._open()
             if vanish is None:
                 return None
@@ -110,16 +118,55 @@ class _Vanish:
             return None
         return cls(libc, fd)
 
-    def drain(self) -> None:
-        """Forget the events so far: the next ``wait`` returns on a newer one."""
+    @classmethod
+    def _after_fork(cls) -> None:
+        """In a forked child: the parent's queue and locks are not the child's to use."""
+        vanish, cls._instance, cls._guard = cls._instance, None, threading.Lock()
+        if vanish is not None:
+            with contextlib.suppress(OSError):
+                os.close(vanish._fd)
+
+    def _take_events(self) -> None:
+        """Count what the descriptor holds as one wake (condition held)."""
+        got = False
         with contextlib.suppress(BlockingIOError, InterruptedError):
             while os.read(self._fd, 65536):
-                pass
+                got = True
+        if got:
+            self._wakes += 1
 
-    def wait(self, timeout_s: float) -> None:
-        """Return when an entry left a watched directory since the last ``drain``, or after
+    def mark(self) -> int:
+        """The count of wakes so far: ``wait(mark)`` returns on a newer one."""
+        with self._changed:
+            self._take_events()
+            return self._wakes
+
+    def wait(self, mark: int, timeout_s: float) -> None:
+        """Return once an entry left a watched directory after ``mark`` was taken, or after
         the timeout."""
-        self._poll.poll(max(0.0, timeout_s) * 1000.0)
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                self._take_events()
+                left = deadline - time.monotonic()
+                if self._wakes != mark or left <= 0:
+                    return
+                if self._polling:
+                    self._changed.wait(left)
+                    continue
+                self._polling = True
+                self._changed.release()
+                try:
+                    self._poll.poll(left * 1000.0)
+                finally:
+                    self._changed.acquire()
+                    self._polling = False
+                    self._take_events()
+                    self._changed.notify_all()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Vanish._after_fork)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,9 +317,8 @@ class HostLock:
         deadline = start + self.timeout_s
         vanish = _Vanish.get(self.path.parent)
         while True:
-            # Drain before the try: a release between the try and the wait still wakes us.
-            if vanish is not None:
-                vanish.drain()
+            # Marked before the try: a release between the try and the wait still wakes us.
+            mark = vanish.mark() if vanish is not None else 0
             if self._try_create():
                 return
             if self._break_if_stale():
@@ -281,7 +327,7 @@ class HostLock:
             if now >= deadline:
                 break
             if vanish is not None:
-                vanish.wait(min(_WATCH_RECHECK_S, deadline - now))
+                vanish.wait(mark, min(_WATCH_RECHECK_S, deadline - now))
                 continue
             delay = max(_POLL_MIN_S, _POLL_S / (1 + 10 * (now - start)))
             time.sleep(min(delay * (0.5 + random.random()), deadline - now))

@@ -605,3 +605,72 @@ def test_count_lines_reads_only_what_was_appended_and_starts_over_when_replaced(
     link = tmp_path / "link.corrupt"
     link.symlink_to(path)
     assert count_lines(link) is None  # never followed
+
+
+def _failing_fsync(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """fsync fails with EIO for ``path``'s file (by inode), as a disk error reports it."""
+    import errno
+
+    from dsh_memory_tui import jsonl
+
+    real = os.fsync
+    inode = os.stat(path).st_ino
+
+    def fsync(fd: int) -> None:
+        if os.fstat(fd).st_ino == inode:
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(jsonl.os, "fsync", fsync)
+
+
+def test_a_failed_fsync_after_the_release_cuts_the_lines_off_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    safe = SafeFile(tmp_path / "records.jsonl", 5.0)
+    safe.path.write_bytes(b'{"before":1}\n')
+    with safe.locked():
+        appended = safe.append_unsynced(b'{"ours":1}\n')
+    _failing_fsync(monkeypatch, safe.path)
+    with pytest.raises(StoreError) as failed:
+        appended.sync(safe.locked)
+    assert failed.value.code == "WRITE_FAILED" and "may still be" not in failed.value.message
+    assert safe.path.read_bytes() == b'{"before":1}\n'
+    assert not safe.lock_path.exists()
+
+
+def test_a_failed_fsync_leaves_lines_another_writer_appended_after_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    safe = SafeFile(tmp_path / "records.jsonl", 5.0)
+    safe.path.write_bytes(b'{"before":1}\n')
+    with safe.locked():
+        appended = safe.append_unsynced(b'{"ours":1}\n')
+    with safe.locked():  # the next writer, between our release and our fsync
+        safe.append(b'{"theirs":1}\n')
+    _failing_fsync(monkeypatch, safe.path)
+    with pytest.raises(StoreError) as failed:
+        appended.sync(safe.locked)
+    assert failed.value.code == "WRITE_FAILED" and "may still be" in failed.value.message
+    assert safe.path.read_bytes() == b'{"before":1}\n{"ours":1}\n{"theirs":1}\n'
+
+
+def test_a_failed_fsync_does_not_cut_the_file_a_compaction_renamed_to_bak(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host compacts between our release and our fsync: file -> .bak, a new file in its
+    place (with our line, read from the page cache). The .bak is not cut."""
+    safe = SafeFile(tmp_path / "records.jsonl", 5.0)
+    safe.path.write_bytes(b'{"before":1}\n')
+    with safe.locked():
+        appended = safe.append_unsynced(b'{"ours":1}\n')
+    _failing_fsync(monkeypatch, safe.path)
+    with safe.locked():
+        compacted = safe.path.read_bytes()
+        os.rename(safe.path, safe.bak_path)
+        safe.path.write_bytes(compacted)
+    with pytest.raises(StoreError) as failed:
+        appended.sync(safe.locked)
+    assert "may still be" in failed.value.message
+    assert safe.bak_path.read_bytes() == b'{"before":1}\n{"ours":1}\n'
+    assert safe.path.read_bytes() == b'{"before":1}\n{"ours":1}\n'

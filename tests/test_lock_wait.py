@@ -143,7 +143,7 @@ def _child_waits(path: str, out: mp.Queue) -> None:
 
 def test_a_forked_child_watches_with_its_own_instance(tmp_path: Path, no_timer: None) -> None:
     """A child forked after the parent waited must not share the parent's inotify queue: the
-    parent could read the child's events away."""
+    parent could read the child's events away (the parent reads its queue meanwhile)."""
     path = tmp_path / "records.jsonl.lock"
     _plant(path)
     warm = HostLock(path, timeout_s=0.05)
@@ -159,11 +159,48 @@ def test_a_forked_child_watches_with_its_own_instance(tmp_path: Path, no_timer: 
         # Give the child's wait a moment to begin, then keep reading the parent's queue.
         time.sleep(0.2)
         assert lock._Vanish._instance is not None
-        lock._Vanish._instance.drain()
+        lock._Vanish._instance.mark()
         os.unlink(path)
-        lock._Vanish._instance.drain()
+        lock._Vanish._instance.mark()
         assert out.get(timeout=10) == "took it"
     finally:
         child.join(10)
         if child.is_alive():
             child.kill()
+
+
+def test_threads_of_one_process_wait_at_once_and_each_gets_the_lock(
+    tmp_path: Path, no_timer: None
+) -> None:
+    """Several threads waiting at once (the app's workers, a library's users) share the
+    process's one watch: none fails (one poll object polled twice at once raised
+    RuntimeError) and none misses the release it waits for (another thread may read it off
+    the queue; with the 50 s re-check set here, a missed one would hang the test)."""
+    path = tmp_path / "records.jsonl.lock"
+    _plant(path)
+    took: list[int] = []
+    errors: list[BaseException] = []
+    waiting = threading.Barrier(7)
+
+    def worker(n: int) -> None:
+        waiter = HostLock(path, timeout_s=30.0)
+        try:
+            waiting.wait(10)
+            for _ in range(20):
+                with waiter.held():
+                    took.append(n)
+        except BaseException as exc:  # reported to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    waiting.wait(10)
+    _wait_for(lambda: lock._Vanish._instance is not None, "a thread to watch")
+    os.unlink(path)  # the planted holder's release
+    for thread in threads:
+        thread.join(20)
+    assert not any(t.is_alive() for t in threads), "a waiter never woke"
+    assert not errors, errors
+    assert sorted(took) == sorted(n for n in range(6) for _ in range(20))
+    assert not path.exists()

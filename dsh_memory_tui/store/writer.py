@@ -79,21 +79,24 @@ def write(
     that when ``build`` returns it unchanged its line is not made again under the lock.
     """
     view.refresh()  # catch up before the lock: under it, only the last lines are left
-    with view.safe.locked() as lock:
-        view.refresh(check_dirs=False)  # locked() has just checked them
-        records, result = build(view)
-        appended = (
-            append(view, lock, records, clock=clock, migrate=migrate, prepared=prepared)
-            if records
-            else None
-        )
-    if appended is not None:
-        # The fsync, after the lock is released: the next writer need not wait for our disk.
-        try:
-            appended.sync(view.safe.locked)
-        except StoreError:
-            view.refresh()  # our lines were cut off again (unless others appended after)
-            raise
+    appended: Appended | None = None
+    try:
+        with view.safe.locked() as lock:
+            view.refresh(check_dirs=False)  # locked() has just checked them
+            records, result = build(view)
+            if records:
+                appended = append(
+                    view, lock, records, clock=clock, migrate=migrate, prepared=prepared
+                )
+    finally:
+        if appended is not None:
+            # The fsync, after the lock is released (even if releasing it failed): the next
+            # writer need not wait for our disk.
+            try:
+                appended.sync(view.safe.locked)
+            except StoreError:
+                view.refresh()  # our lines were cut off again (unless others appended after)
+                raise
     return result
 
 
@@ -134,7 +137,17 @@ def append(
         data = b"\n" + data
     lock.ensure_ours()
     appended = view.safe.append_unsynced(data)
-    view.took_append(records, data, appended.start, appended.stat)
+    if appended.created:
+        # A new file: its directory entry is made durable under the lock, or another writer
+        # could append to it and acknowledge a line that a crash would take with the file.
+        appended.sync(None)
+        view.took_append(records, data, appended.start, appended.stat)
+        return None
+    try:
+        view.took_append(records, data, appended.start, appended.stat)
+    except BaseException:
+        appended.sync(None)  # the lines are written: durable (or cut off) before the error
+        raise
     return appended
 
 

@@ -310,16 +310,20 @@ def _our_writer(
     lives: Lives,
     size: Callable[[random.Random], int] | None = None,
     seed: int = 0,
+    until: Path | None = None,
 ) -> Worker:
     """A forked process proposing ``count`` records (``ack`` after each one the store said
-    was written); ``size`` draws a content length (default: a short content)."""
+    was written); ``size`` draws a content length (default: a short content). With
+    ``until``, it goes on past ``count`` until that file exists (at most 50x ``count``)."""
 
     def run(emit: Emit) -> None:
         store = site.store()
         rng = random.Random(seed)
         if gate is not None:
             gate.wait()
-        for i in range(count):
+        for i in range(count * 50 if until is not None else count):
+            if i >= count and until is not None and until.exists():
+                break
             body = f"{name} content {i} "
             if size is not None:
                 body += "x" * max(0, size(rng) - len(body))
@@ -485,10 +489,18 @@ def _race(
     compactions (``dsh-memory compact``) and the host's (``hostwriter --compact``), all on
     ``target`` at once. The host appenders and the compactions keep going until our
     appenders are done, each host appender has made one run (``HOST_ATTEMPTS`` attempts)
-    and ``OUR_COMPACTIONS`` compactions of ours / one run of the host's have finished."""
-    go = tmp / "go"
+    and ``OUR_COMPACTIONS`` compactions of ours / one run of the host's have finished. With
+    the host's compactions, our forked appenders go on until one of them has refused a host
+    compaction (its lock held for ~0.3 ms an append, a fixed count of them could miss every
+    compaction)."""
+    go, met = tmp / "go", tmp / "met"
     gate = Gate()
-    workers = [_our_writer(site, target, f"ours {w}", APPENDS, gate, lives) for w in range(WRITERS)]
+    until = met if host_compactions else None
+    workers = [
+        _our_writer(site, target, f"ours {w}", APPENDS, gate, lives, until=until)
+        for w in range(WRITERS)
+    ]
+    worker_pids = {w.pid for w in workers}
     appenders = [
         HostLoop(tmp, f"host{h}", target, lives, HOST_ATTEMPTS, "--delay-ms", "0.5")
         for h in range(HOSTS if host_appends else 0)
@@ -529,6 +541,10 @@ def _race(
         compacted = (not our_compactions or race.our_compactions >= OUR_COMPACTIONS) and (
             not host_compactions or any(run.out is not None for run in compactor.runs)
         )
+        if until is not None and not met.exists():
+            if not any(c.isdigit() and int(c) in worker_pids for _, c in compactor.refusals()):
+                return False
+            met.touch()  # a host compaction was refused by our writers: they may stop
         return (
             compacted
             and not appending()
