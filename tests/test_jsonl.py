@@ -21,6 +21,7 @@ import pytest
 
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.jsonl import (
+    Appended,
     SafeFile,
     TailReader,
     check_path,
@@ -624,13 +625,18 @@ def _failing_fsync(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     monkeypatch.setattr(jsonl.os, "fsync", fsync)
 
 
-def test_a_failed_fsync_after_the_release_cuts_the_lines_off_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _appended_unsynced(tmp_path: Path) -> tuple[SafeFile, Appended]:
+    """A file of one line, and our line appended under the lock, its fsync still to come."""
     safe = SafeFile(tmp_path / "records.jsonl", 5.0)
     safe.path.write_bytes(b'{"before":1}\n')
     with safe.locked():
-        appended = safe.append_unsynced(b'{"ours":1}\n')
+        return safe, safe.append_unsynced(b'{"ours":1}\n')
+
+
+def test_a_failed_fsync_after_the_release_cuts_the_lines_off_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    safe, appended = _appended_unsynced(tmp_path)
     _failing_fsync(monkeypatch, safe.path)
     with pytest.raises(StoreError) as failed:
         appended.sync(safe.locked)
@@ -642,10 +648,7 @@ def test_a_failed_fsync_after_the_release_cuts_the_lines_off_again(
 def test_a_failed_fsync_leaves_lines_another_writer_appended_after_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    safe = SafeFile(tmp_path / "records.jsonl", 5.0)
-    safe.path.write_bytes(b'{"before":1}\n')
-    with safe.locked():
-        appended = safe.append_unsynced(b'{"ours":1}\n')
+    safe, appended = _appended_unsynced(tmp_path)
     with safe.locked():  # the next writer, between our release and our fsync
         safe.append(b'{"theirs":1}\n')
     _failing_fsync(monkeypatch, safe.path)
@@ -660,10 +663,7 @@ def test_a_failed_fsync_does_not_cut_the_file_a_compaction_renamed_to_bak(
 ) -> None:
     """The host compacts between our release and our fsync: file -> .bak, a new file in its
     place (with our line, read from the page cache). The .bak is not cut."""
-    safe = SafeFile(tmp_path / "records.jsonl", 5.0)
-    safe.path.write_bytes(b'{"before":1}\n')
-    with safe.locked():
-        appended = safe.append_unsynced(b'{"ours":1}\n')
+    safe, appended = _appended_unsynced(tmp_path)
     _failing_fsync(monkeypatch, safe.path)
     with safe.locked():
         compacted = safe.path.read_bytes()

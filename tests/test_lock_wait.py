@@ -111,26 +111,22 @@ def test_a_directory_removed_and_made_again_is_watched_anew(tmp_path: Path, no_t
     """The kernel drops a watch with its directory: the next wait watches the new one."""
     directory = tmp_path / "project"
     directory.mkdir()
-    first = CountingLock(directory / "records.jsonl.lock", timeout_s=30.0)
-    _plant(first.path)
-    thread, done, errors = _acquire_in_thread(first)
-    _wait_for(lambda: first.tries >= 2, "the first wait")
-    os.unlink(first.path)
-    assert done.wait(10) and not errors
-    thread.join()
-    first.release()
 
+    def wait_then_release(what: str) -> None:
+        waiter = CountingLock(directory / "records.jsonl.lock", timeout_s=30.0)
+        _plant(waiter.path)
+        thread, done, errors = _acquire_in_thread(waiter)
+        _wait_for(lambda: waiter.tries >= 2, what)
+        os.unlink(waiter.path)
+        assert done.wait(10), f"{what}: not woken"
+        thread.join()
+        assert not errors
+        waiter.release()
+
+    wait_then_release("a wait in the first directory")
     shutil.rmtree(directory)
     directory.mkdir()
-    second = CountingLock(directory / "records.jsonl.lock", timeout_s=30.0)
-    _plant(second.path)
-    thread, done, errors = _acquire_in_thread(second)
-    _wait_for(lambda: second.tries >= 2, "the second wait")
-    os.unlink(second.path)
-    assert done.wait(10), "a wait in the new directory was not woken"
-    thread.join()
-    assert not errors
-    second.release()
+    wait_then_release("a wait in the new directory")
 
 
 def _child_waits(path: str, out: mp.Queue) -> None:
