@@ -308,7 +308,8 @@ class Announcements:
         new = [r for r in queued if r.governance.revision == 1]
         self.count += len(new)
         if new:
-            self.newest = max(new, key=lambda r: r.updatedAt).id
+            # The last of the newest: two proposals can share a millisecond.
+            self.newest = max(reversed(new), key=lambda r: r.updatedAt).id
         for record in new:
             session = proposing_session(record)
             if session and session not in self.sessions:

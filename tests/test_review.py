@@ -3,7 +3,17 @@ each tab's membership, the banners' words, the writes running."""
 
 from __future__ import annotations
 
-from dsh_memory_tui.model import Scope, Status, Verification
+from dsh_memory_tui.model import (
+    Origin,
+    Provenance,
+    ProvenanceKind,
+    RecordType,
+    Scope,
+    SourceRef,
+    Status,
+    Verification,
+    make_record,
+)
 from dsh_memory_tui.review import Announcements, ReviewState, banner, status_text, tab_rule
 from dsh_memory_tui.store import MemoryStore
 
@@ -96,3 +106,26 @@ def test_new_proposals_are_counted_into_one_notification_naming_the_newest(
         " review · o opens the newest"
     )
     assert told.take(alice_store.get) is None  # counted again from nothing
+
+
+def test_the_newest_of_proposals_made_in_the_same_millisecond_is_the_last_one() -> None:
+    """A fast agent (or the host and us at once) writes several proposals in one millisecond:
+    the notification names the last of them, not whichever came first."""
+    same_ms = [
+        make_record(
+            scope=Scope.USER,
+            scope_key="alice",
+            record_type=RecordType.FACT,
+            title=f"P{i}",
+            content=f"c{i}",
+            tags=[],
+            provenance=Provenance(kind=ProvenanceKind.AGENT, note="agent proposal"),
+            origin=Origin.MODEL_SUGGESTED,
+            source_refs=[SourceRef(kind="session", id="s")],
+            now=1_000,
+        )
+        for i in range(4)
+    ]
+    told = Announcements()
+    told.add(same_ms)
+    assert told.newest == same_ms[-1].id
