@@ -41,6 +41,7 @@ from dsh_memory_tui.model import (  # noqa: E402
 )
 from dsh_memory_tui.paths import StorePaths, workspace_root_id  # noqa: E402
 from dsh_memory_tui.store import FileView, MemoryStore  # noqa: E402
+from dsh_memory_tui.store.view import gc_paused  # noqa: E402
 
 WORDS = [
     "the",
@@ -161,18 +162,31 @@ def measure_load(store: MemoryStore, path: Path) -> dict[str, float]:
         assert len(view.current) == len(lines) and not view.corrupt
         return view
 
-    # Interleaved rounds, so both see the same machine state.
-    baseline, full = [], []
+    # The floor: the record's own validator (pydantic's strict parse in Rust, the host's text
+    # limits added), with none of the rules, hashes or the view.
+    from dsh_memory_tui.model import _line_validator
+
+    validate = _line_validator()
+
+    def parse_only() -> list[object]:
+        return [validate(line, strict=True) for line in lines]
+
+    # Interleaved rounds, so all see the same machine state.
+    baseline, full, floor = [], [], []
     for _ in range(ROUNDS):
         baseline.append(best(json_loads, 1))
         gc.collect()
         full.append(best(load, 1))
+        gc.collect()
+        with gc_paused(len(lines)):  # as the load runs
+            floor.append(best(parse_only, 1))
         gc.collect()
     return {
         "records": len(lines),
         "bytes": path.stat().st_size,
         "json_loads_s": min(baseline),
         "load_s": min(full),
+        "parse_only_s": min(floor),
     }
 
 
@@ -337,6 +351,12 @@ def main() -> None:
             "<= 1.50x",
             f"{load['load_s'] * ms:.1f} ms vs {load['json_loads_s'] * ms:.1f} ms "
             f"({load['records']} records, {load['bytes'] / 2**20:.2f} MiB)",
+        ),
+        (
+            "  floor: the record validator alone / json.loads",
+            f"{load['parse_only_s'] / load['json_loads_s']:.2f}x",
+            "",
+            f"{load['parse_only_s'] * ms:.1f} ms: pydantic's strict parse, no rule, hash or view",
         ),
         (
             "one appended record / full load",
