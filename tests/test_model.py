@@ -308,6 +308,50 @@ def test_nan_and_infinity_tokens_are_not_json(token: str) -> None:
     assert invalid(raw).not_json is True
 
 
+def _nan_at(where: str, token: str) -> bytes:
+    """A good line with ``token`` (bare, as JSON cannot hold it) where a value of any type is
+    kept: an unknown field at each level, a field the host does not type, inside a list."""
+    obj = good()
+    gov = obj["governance"]
+    marker = "__TOKEN__"
+    if where == "unknown field":
+        obj["later"] = marker
+    elif where == "unknown field in governance":
+        gov["later"] = marker
+    elif where == "unknown field in provenance":
+        obj["provenance"]["later"] = marker
+    elif where == "unknown field in a source ref":
+        gov["sourceRefs"][0]["later"] = marker
+    elif where == "inside a list":
+        obj["later"] = [1, marker]
+    else:  # a governance field the host keeps whatever it holds
+        gov[where] = marker
+    return line(obj).replace(b'"' + marker.encode() + b'"', token.encode())
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "unknown field",
+        "unknown field in governance",
+        "unknown field in provenance",
+        "unknown field in a source ref",
+        "inside a list",
+        "conflictGroup",
+        "reviewNote",
+        "reviewedAt",
+    ],
+)
+def test_nan_and_infinity_are_not_json_where_any_value_is_kept(
+    where: str, token: str, both_paths: None
+) -> None:
+    """Rust's parser takes them (into fields of any type); the host's JSON.parse does not."""
+    raw = _nan_at(where, token)
+    assert token.encode() in raw
+    assert invalid(raw).not_json is True
+
+
 def test_a_value_that_is_not_an_object_is_refused() -> None:
     assert invalid(b"5").host_message == "Memory record must be an object"
     assert invalid(b'"text"').host_message == "Memory record must be an object"
