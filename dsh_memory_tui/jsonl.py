@@ -194,6 +194,7 @@ class Appended:
     stat: os.stat_result  # the file's, just after the append
     created: bool
     action: str
+    synced: bool = False  # then the descriptor is closed and ``sync`` does nothing
 
     def sync(self, relock: Callable[[], contextlib.AbstractContextManager[object]] | None) -> None:
         """fsync (and the directory's, for a new file), then close. On a failure the
@@ -202,6 +203,9 @@ class Appended:
         no longer at its path (the host's compaction renames it to ``.bak``): then the error
         says the lines may still be there. ``WRITE_FAILED`` either way.
         """
+        if self.synced:
+            return
+        self.synced = True
         try:
             os.fsync(self.fd)
         except OSError as exc:
@@ -579,8 +583,13 @@ class SafeFile:
 
     def append_unsynced(self, data: bytes) -> Appended:
         """Append complete lines (lock held); the caller calls ``sync(self.locked)`` on the
-        result once it has released the lock, and acknowledges nothing before that."""
-        return _append(self.path, data, "appending")
+        result once it has released the lock, and acknowledges nothing before that. The first
+        append to a new file is synced here, under the lock: its directory entry must be
+        durable before another writer can append to it and acknowledge a line in it."""
+        appended = _append(self.path, data, "appending")
+        if appended.created:
+            appended.sync(None)
+        return appended
 
     def quarantine(self, entries: list[tuple[int, str]], captured_at: int) -> None:
         """Append ``(line number, raw text)`` entries to ``<file>.corrupt`` in the host's format

@@ -1259,10 +1259,12 @@ def parse_lines(lines: list[bytes], location: Location | None) -> list[ParsedLin
     the file's last LF, often empty), as the host's ``open()`` reads them: blank lines skipped,
     a line that is not JSON recovered with the lines after it when it can be.
     """
-    return [
-        result if type(result) is ParsedLine else ParsedLine(i, i, lines[i], result)
-        for i, result in parse_entries(lines, location)
-    ]
+    return [as_entry(lines, i, result) for i, result in parse_entries(lines, location)]
+
+
+def as_entry(lines: list[bytes], i: int, result: Parsed | ParsedLine) -> ParsedLine:
+    """A ``parse_entries`` item as ``parse_lines`` gives it: always a ``ParsedLine``."""
+    return result if type(result) is ParsedLine else ParsedLine(i, i, lines[i], result)
 
 
 def parse_entries(

@@ -25,13 +25,13 @@ from ..model import (
     ForeignLine,
     FutureLine,
     Location,
-    Parsed,
     ParsedLine,
     Record,
     RecordInvalid,
     RecordType,
     Scope,
     Status,
+    as_entry,
     expired_view,
     is_expired,
     parse_entries,
@@ -88,10 +88,6 @@ class _Tail:
 
     data: bytes
     line_no: int
-
-
-def _entry(lines: list[bytes], i: int, result: Parsed | ParsedLine) -> ParsedLine:
-    return result if type(result) is ParsedLine else ParsedLine(i, i, lines[i], result)
 
 
 class FileView:
@@ -220,7 +216,7 @@ class FileView:
                 apply(result)
                 ids.append(result.id)
             else:
-                self._note(_entry(lines, i, entry), first, change)
+                self._note(as_entry(lines, i, entry), first, change)
 
     def _note(self, entry: ParsedLine, first: int, change: FileChange) -> None:
         result = entry.result

@@ -112,8 +112,8 @@ def append(
     """Append ``records`` (lock held). Corrupt lines are quarantined out of the file first and
     a file that would pass 8 MiB is compacted first, in the same atomic replace; a write that
     would not fit even then is refused before anything is touched (``STORE_TOO_LARGE``).
-    ``prepared``: see ``write``. Returns the plain append, still to be synced by the caller
-    once the lock is released (``Appended.sync``), or None when the file was replaced (synced).
+    ``prepared``: see ``write``. Returns the plain append, to be synced by the caller once the
+    lock is released (``Appended.sync``), or None when the file was replaced (synced).
     """
     location = view.location
     data = b"".join(
@@ -137,12 +137,6 @@ def append(
         data = b"\n" + data
     lock.ensure_ours()
     appended = view.safe.append_unsynced(data)
-    if appended.created:
-        # A new file: its directory entry is made durable under the lock, or another writer
-        # could append to it and acknowledge a line that a crash would take with the file.
-        appended.sync(None)
-        view.took_append(records, data, appended.start, appended.stat)
-        return None
     try:
         view.took_append(records, data, appended.start, appended.stat)
     except BaseException:
