@@ -5,6 +5,7 @@
   placeholders (``__ROOT_ID__``...) get the copy's values and ``sessions/session-<id>.jsonl``
   its real name. Tests never write to the fixtures.
 - ``alice_store`` -> a ``MemoryStore`` on those copies, acting as user ``alice``.
+- ``finish(proc)`` waits for a process to end and returns its stderr (killed if it hangs).
 - ``run_cli(home, workspace, *args, user="alice", input=None)`` runs
   ``python -m dsh_memory_tui.cli --home HOME --workspace WS --user USER ARGS...`` as a real
   subprocess and returns the ``CompletedProcess`` (text mode, stdout and stderr captured).
@@ -87,6 +88,18 @@ def run_cli(
 
 
 WAIT_S = 15.0
+
+
+def finish(proc: subprocess.Popen) -> str | bytes:
+    """Wait for ``proc`` to end (``WAIT_S`` at most) and return its stderr; killed, and the
+    timeout raised, if it hangs."""
+    try:
+        _, err = proc.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return err
 
 
 def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, REPO_ROOT, WAIT_S, run_cli, wait_for
+from conftest import FIXTURES, REPO_ROOT, WAIT_S, finish, run_cli, wait_for
 from interop.corpus import root_id, scope_key_sha16, session_file_name
 
 from dsh_memory_tui.autowriter import AutoWriter, digest_id_prefix
@@ -864,13 +864,8 @@ def _append(path: Path, *events: dict[str, Any]) -> None:
 
 
 def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, bytes]:
-    try:
-        _, err = proc.communicate(timeout=WAIT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    return proc.returncode, err
+    err = finish(proc)
+    return proc.returncode, err  # type: ignore[return-value]
 
 
 def test_cli_follow_writes_as_the_file_grows(home: Path, workspace: Path) -> None:

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, WAIT_S, wait_for
+from conftest import REPO_ROOT, WAIT_S, finish, wait_for
 
 from dsh_memory_tui.autowriter import digest_id_prefix
 from dsh_memory_tui.demo import DemoPaths, build_demo, is_demo, open_demo, run_live
@@ -213,13 +213,7 @@ def test_run_live_goes_on_through_store_errors(
 def stop(proc: subprocess.Popen[str], signum: int) -> str:
     """Send ``signum`` and wait for the process to end; its stderr. Killed if it hangs."""
     proc.send_signal(signum)
-    try:
-        _, err = proc.communicate(timeout=WAIT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    return err
+    return finish(proc)  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
