@@ -185,8 +185,8 @@ OTHER_KEYS = [
     ("markers", MARKER_HELP),
 ]
 _ACTION_OF_KEY = {k.key: k.action for k in ACTIONS}
-_ACTIONS_BY_NAME = {k.action for k in ACTIONS}
-_NEED_STORE = {k.action for k in ACTIONS} - {"filter", "help", "quit"}
+_ACTION_NAMES = frozenset(k.action for k in ACTIONS)
+_NEED_STORE = _ACTION_NAMES - {"filter", "help", "quit"}
 T = TypeVar("T")
 PROGRESS_TICK_S = 0.5  # the status line's count of seconds while a write runs
 
@@ -760,7 +760,7 @@ class MemoryApp(App[None]):
         if not isinstance(self.screen, Screen) or self.screen is not self.screen_stack[0]:
             return True
         bar = self._ask_bar
-        if bar is not None and bar.asking and action in _ACTIONS_BY_NAME:
+        if bar is not None and bar.asking and action in _ACTION_NAMES:
             # A key routed to the table before the question took the focus acts on nothing
             # (on_key types it into the question): "v" then "read" must not run "e"dit.
             return False
