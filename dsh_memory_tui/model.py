@@ -389,8 +389,14 @@ class Record(_Open):
 # The Rust validator itself: ``model_validate_json`` adds a Python call per line.
 _validate_json = Record.__pydantic_validator__.validate_json
 
-# A string's first character is not JavaScript whitespace (so the string is not blank).
-_NOT_BLANK_START = "^[^" + "".join("\\" + c if c in "\\]^-[" else c for c in JS_WHITESPACE) + "]"
+# The host's text rules as patterns Rust checks: a first character that is neither JavaScript
+# whitespace (so the string is not blank) nor a control character, and no control character
+# after it (content may hold tab, LF and CR).
+_JS_SPACE_CLASS = "".join("\\" + c if c in "\\]^-[" else c for c in JS_WHITESPACE)
+_TEXT_PATTERN = "^[^" + _JS_SPACE_CLASS + "\\x00-\\x1f\\x7f][^\\x00-\\x1f\\x7f]*$"
+_CONTENT_PATTERN = (
+    "^[^" + _JS_SPACE_CLASS + "\\x00-\\x1f\\x7f][^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]*$"
+)
 _HASH_PATTERN = "^sha256:[0-9a-f]{64}$"
 
 
@@ -423,20 +429,20 @@ def _build_line_validator() -> Callable[..., Record]:
             model_schema = model_schema["schema"]  # "default" wrappers of optional fields
         return model_schema["schema"]["fields"]
 
-    def text(field: dict[str, Any], max_chars: int) -> None:
+    def text(field: dict[str, Any], max_chars: int, pattern: str = _TEXT_PATTERN) -> None:
         inner = field["schema"]
         inner = inner["schema"] if inner["type"] == "default" else inner
         assert inner["type"] == "str", inner  # noqa: S101 (the schema pydantic made)
-        inner.update(max_length=max_chars, pattern=_NOT_BLANK_START)
+        inner.update(max_length=max_chars, pattern=pattern)
 
     top = fields(schema)
     for name, limit in (
         ("id", MAX_ID_BYTES),
         ("scopeKey", MAX_SCOPE_KEY_BYTES),
         ("title", MAX_TITLE_BYTES),
-        ("content", MAX_CONTENT_BYTES),
     ):
         text(top[name], limit)
+    text(top["content"], MAX_CONTENT_BYTES, _CONTENT_PATTERN)
     tags = top["tags"]["schema"]
     tags["max_length"] = MAX_TAGS
     text({"schema": tags["items_schema"]}, MAX_TAG_BYTES)
@@ -450,6 +456,11 @@ def _build_line_validator() -> Callable[..., Record]:
     # Present, it must be a hash (String(value) of anything else is not one, but an array
     # of one hash is: such a line goes the slow path).
     ref["contentHash"]["schema"]["schema"] = {"type": "str", "pattern": _HASH_PATTERN}
+    # Rust's reader takes NaN and Infinity (and 1e400 as Infinity), which are not JSON: where
+    # any value is kept (the untyped fields, unknown fields at every level) only finite JSON
+    # passes; a line with one goes the host-order path, which refuses it.
+    _finite_json_anywhere(schema)
+    schema = {"type": "definitions", "schema": schema, "definitions": [_FINITE_JSON]}
     # pydantic-core reuses a complete model class's own validator for a "model" schema of
     # that class, constraints or not: the classes say "incomplete" while this one is built.
     classes = (Record, Provenance, Governance, SourceRef)
@@ -465,11 +476,47 @@ def _build_line_validator() -> Callable[..., Record]:
     return validate  # type: ignore[no-any-return]
 
 
+_FINITE_REF = {"type": "definition-ref", "schema_ref": "dsh-finite-json"}
+# Any JSON value but a non-finite number, each kept as the reader made it (an int stays an
+# int, 1.0 a float, an object's keys in their order).
+_FINITE_JSON = {
+    "type": "union",
+    "ref": "dsh-finite-json",
+    "choices": [
+        {"type": "none"},
+        {"type": "str"},
+        {"type": "bool", "strict": True},
+        {"type": "int", "strict": True},
+        {"type": "float", "strict": True, "allow_inf_nan": False},
+        {"type": "list", "items_schema": _FINITE_REF},
+        {"type": "dict", "keys_schema": {"type": "str"}, "values_schema": _FINITE_REF},
+    ],
+}
+
+
+def _finite_json_anywhere(schema: Any) -> None:
+    """Every ``any`` in ``schema`` (a core schema, changed in place) and every model's
+    unknown fields take ``_FINITE_JSON`` instead.
+    """
+    if isinstance(schema, list):
+        for item in schema:
+            _finite_json_anywhere(item)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "any":
+            schema.clear()
+            schema.update(_FINITE_REF)
+            return
+        if schema.get("type") == "model-fields":
+            schema["extras_schema"] = _FINITE_REF
+        for value in schema.values():
+            _finite_json_anywhere(value)
+
+
 def _constraints_hold(validate: Callable[..., Record]) -> bool:
     """True if ``validate`` refuses what ``_line_validator`` added rules against."""
     good = (
         b'{"schemaVersion":1,"id":"x","scope":"user","scopeKey":"u","type":"fact","title":"t",'
-        b'"content":"c","tags":["t"],"provenance":{"kind":"user","sessionId":"s","note":"n"},'
+        b'"content":"c\\t\\n\\r","tags":["t"],"provenance":{"kind":"user","sessionId":"s","note":"n"},'
         b'"createdAt":0,"updatedAt":0,"useCount":0,"contentHash":"h","status":"active",'
         b'"governance":{"origin":"user-authored","sourceRefs":[{"kind":"url","id":"i",'
         b'"contentHash":"sha256:' + b"0" * 64 + b'"}],"verification":"unverified","revision":1,'
@@ -484,8 +531,14 @@ def _constraints_hold(validate: Callable[..., Record]) -> bool:
         (b'"id":"x"', b'"id":" x"'),
         (b'"tags":["t"]', b'"tags":["' + b"t" * (MAX_TAG_BYTES + 1) + b'"]'),
         (b'"note":"n"', b'"note":"\\t"'),
+        (b'"note":"n"', b'"note":"n\\n"'),
+        (b'"id":"x"', b'"id":"x\x7f"'),
+        (b'"content":"c', b'"content":"c\\u0001'),
+        (b'"content":"c', b'"content":"c\\u007f'),
         (b'"id":"i"', b'"id":""'),
         (b'"contentHash":"sha256:', b'"contentHash":"sha257:'),
+        (b'"title":"t"', b'"title":"t","x":[{"y":NaN}]'),
+        (b'"useCount":0', b'"useCount":0,"x":-Infinity'),
     ):
         try:
             validate(good.replace(needle, bad), strict=True)
@@ -499,7 +552,7 @@ def _checked_fast(record: Record, line: bytes) -> Record:
     """``_line_validator``'s contract kept with the plain validator: what ``_fast_ok`` doubts
     is refused, so ``_line_ok`` may trust what passes.
     """
-    if not _fast_ok(record, line):
+    if not _fast_ok(record, line) or line.find(b"NaN") >= 0 or line.find(b"Infinity") >= 0:
         raise ValidationError.from_exception_data("Record", [])
     return record
 
@@ -766,8 +819,11 @@ FAST_PATH = True
 
 
 def _bytes_ok(value: str, max_bytes: int) -> bool:
-    # isascii() is O(1) on a str: then characters are bytes.
-    return len(value) <= max_bytes and (value.isascii() or utf8_len(value) <= max_bytes)
+    # isascii() is O(1) on a str: then characters are bytes. A character is at most 4 bytes.
+    n = len(value)
+    return n <= max_bytes // 4 or (
+        n <= max_bytes and (value.isascii() or utf8_len(value) <= max_bytes)
+    )
 
 
 def _hash_ok(content: str, expected: str) -> bool:
@@ -812,6 +868,27 @@ def _rules_ok(d: dict[str, Any]) -> bool:
         and (g["sourceRefs"] or g["origin"] is _USER_AUTHORED)
         and (g["verifiedAt"] is not None or g["verification"] is not _VERIFIED)
         and (g["pinnedAt"] is None or g["pinnedBy"] is not None)
+    )
+
+
+def _utf8_sizes_ok(d: dict[str, Any]) -> bool:
+    """The host's limits in UTF-8 bytes (the line validator checked them as characters, and
+    every other text rule).
+    """
+    p = d["provenance"].__dict__
+    session, note, gov = p["sessionId"], p["note"], d["governance"]
+    return (
+        _bytes_ok(d["title"], MAX_TITLE_BYTES)
+        and _bytes_ok(d["id"], MAX_ID_BYTES)
+        and _bytes_ok(d["scopeKey"], MAX_SCOPE_KEY_BYTES)
+        and _bytes_ok(d["content"], MAX_CONTENT_BYTES)
+        and all(_bytes_ok(t, MAX_TAG_BYTES) for t in d["tags"])
+        and (session is None or _bytes_ok(session, MAX_ID_BYTES))
+        and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
+        and (
+            gov is None
+            or all(_bytes_ok(r.__dict__["id"], MAX_ID_BYTES) for r in gov.__dict__["sourceRefs"])
+        )
     )
 
 
@@ -1129,13 +1206,6 @@ def _usual_line(line: bytes, location: Location | None) -> Record | ForeignLine 
     """``parse_line``'s verdict on the usual line in one pass (Rust, then the few rules its
     types cannot say), or None when the host-order path must decide.
     """
-    # Rust takes NaN and Infinity (into fields of any type). ``find``, not ``in``: ``in``
-    # first tries its argument as an integer and raises (and clears) a TypeError each time.
-    # A one-byte look (memchr) comes first.
-    if (line.find(b"N") >= 0 and line.find(b"NaN") >= 0) or (
-        line.find(b"I") >= 0 and line.find(b"Infinity") >= 0
-    ):
-        return None
     try:
         record = (_VALIDATE_LINE or _line_validator())(line, strict=True)
     except ValidationError:
@@ -1147,12 +1217,8 @@ def _usual_line(line: bytes, location: Location | None) -> Record | ForeignLine 
         key = location.scope_key
         if not (d["scopeKey"] == key if key is not None else location.owns(d["scopeKey"])):
             return ForeignLine(d["scopeKey"], d["id"], d["title"])
-    if not _rules_ok(d):
+    if not _rules_ok(d) or not (line.isascii() or _utf8_sizes_ok(d)):
         return None
-    if not (line.isascii() and line.find(b"\\") < 0 and line.find(b"\x7f") < 0):
-        gov = d["governance"]
-        if not _texts_ok(d, gov.__dict__["sourceRefs"] if gov is not None else (), line):
-            return None
     return _loaded(record)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsh_memory_tui import model
 from dsh_memory_tui.errors import StoreError
@@ -841,6 +843,107 @@ def test_the_fast_path_and_the_hosts_order_agree_on_unusual_valid_lines(
     monkeypatch.setattr(model, "FAST_PATH", False)
     slow = parse_line(raw, PROJECT)
     assert isinstance(fast, Record) and fast.to_json() == slow.to_json()
+
+
+# Characters where the text rules have an edge: JS whitespace, controls (C0, DEL, C1), a
+# character of each UTF-8 length, and what JSON escapes.
+_EDGE_CHARS = " \t\n\r\x0b\x00\x01\x1f\x7f\x80\x9f\xa0\u2028\ufeff" + 'aZ!~"\\' + "é€😀"
+
+
+def _edge_text(limit: int) -> st.SearchStrategy[str]:
+    """Short strings of edge characters, or one character repeated to around a byte limit."""
+    near_limit = st.builds(
+        lambda ch, n, tail: ch * n + tail,
+        st.sampled_from("aé€😀"),
+        st.sampled_from(
+            sorted(
+                {
+                    limit // 4 - 1,
+                    limit // 4 + 1,
+                    limit // 3,
+                    limit // 2,
+                    limit - 1,
+                    limit,
+                    limit + 1,
+                }
+            )
+        ),
+        st.text(st.sampled_from(_EDGE_CHARS), max_size=2),
+    )
+    # Mostly inside a valid text, so that the edge character alone decides.
+    framed = st.builds(
+        lambda head, body, tail: head + body + tail,
+        st.sampled_from(["", "a"]),
+        st.text(st.sampled_from(_EDGE_CHARS), max_size=4),
+        st.sampled_from(["", "z"]),
+    )
+    return st.one_of(framed, near_limit)
+
+
+_EDGE_FIELDS = {  # field -> (its byte limit, how to set it in a record)
+    "title": (model.MAX_TITLE_BYTES, lambda obj, v: obj.update(title=v)),
+    "content": (model.MAX_CONTENT_BYTES, lambda obj, v: obj.update(content=v)),
+    "id": (model.MAX_ID_BYTES, lambda obj, v: obj.update(id=v)),
+    "tag": (model.MAX_TAG_BYTES, lambda obj, v: obj.update(tags=["db", v])),
+    "note": (model.MAX_NOTE_BYTES, lambda obj, v: obj["provenance"].update(note=v)),
+    "sessionId": (model.MAX_ID_BYTES, lambda obj, v: obj["provenance"].update(sessionId=v)),
+    "sourceRef": (
+        model.MAX_ID_BYTES,
+        lambda obj, v: obj["governance"]["sourceRefs"][0].update(id=v),
+    ),
+}
+
+
+@st.composite
+def _edge_records(draw: st.DrawFn) -> bytes:
+    """A valid record with one or two of its texts replaced by edge text."""
+    obj = good()
+    for name in draw(st.lists(st.sampled_from(sorted(_EDGE_FIELDS)), min_size=1, max_size=2)):
+        limit, put = _EDGE_FIELDS[name]
+        put(obj, draw(_edge_text(limit)))
+    obj["contentHash"] = content_hash(obj["content"])
+    return line(obj)
+
+
+def _verdict(raw: bytes) -> object:
+    try:
+        parsed = parse_line(raw, PROJECT)
+    except RecordInvalid as exc:
+        return ("invalid", str(exc), exc.reason)
+    return parsed.to_json() if isinstance(parsed, Record) else parsed
+
+
+def _both_verdicts(raw: bytes) -> tuple[object, object]:
+    fast = _verdict(raw)
+    model.FAST_PATH = False
+    try:
+        return fast, _verdict(raw)
+    finally:
+        model.FAST_PATH = True
+
+
+def test_the_fast_path_and_the_hosts_order_agree_on_each_edge_character_in_each_text() -> None:
+    # Every edge character alone, first, inside and last, in every text the host checks.
+    differ = []
+    for name, (_, put) in _EDGE_FIELDS.items():
+        for ch in _EDGE_CHARS:
+            for text in (ch, ch + "a", "a" + ch + "z", "a" + ch):
+                obj = good()
+                put(obj, text)
+                obj["contentHash"] = content_hash(obj["content"])
+                fast, slow = _both_verdicts(line(obj))
+                if fast != slow:
+                    differ.append((name, text, fast, slow))
+    assert differ == []
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=_edge_records())
+def test_the_fast_path_and_the_hosts_order_agree_on_every_text_rule(raw: bytes) -> None:
+    # The fast path leaves the text rules to patterns in Rust and UTF-8 sizes to a check of
+    # non-ASCII lines; the host-order path applies each rule as the host does.
+    fast, slow = _both_verdicts(raw)
+    assert fast == slow
 
 
 def _records_for_json() -> list[Record]:
