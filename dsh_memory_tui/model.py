@@ -872,24 +872,30 @@ def _rules_ok(d: dict[str, Any]) -> bool:
 
 
 def _utf8_sizes_ok(d: dict[str, Any]) -> bool:
-    """The host's limits in UTF-8 bytes (the line validator checked them as characters, and
-    every other text rule).
+    """The host's limits in UTF-8 bytes, for a line that is not ASCII (the line validator
+    checked them as characters, and every other text rule): only a text that is not ASCII
+    itself can be over (``str.isascii`` is O(1)).
     """
     p = d["provenance"].__dict__
-    session, note, gov = p["sessionId"], p["note"], d["governance"]
-    return (
-        _bytes_ok(d["title"], MAX_TITLE_BYTES)
-        and _bytes_ok(d["id"], MAX_ID_BYTES)
-        and _bytes_ok(d["scopeKey"], MAX_SCOPE_KEY_BYTES)
-        and _bytes_ok(d["content"], MAX_CONTENT_BYTES)
-        and all(_bytes_ok(t, MAX_TAG_BYTES) for t in d["tags"])
-        and (session is None or _bytes_ok(session, MAX_ID_BYTES))
-        and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
-        and (
-            gov is None
-            or all(_bytes_ok(r.__dict__["id"], MAX_ID_BYTES) for r in gov.__dict__["sourceRefs"])
-        )
-    )
+    for text, limit in (
+        (d["content"], MAX_CONTENT_BYTES),
+        (d["title"], MAX_TITLE_BYTES),
+        (d["id"], MAX_ID_BYTES),
+        (d["scopeKey"], MAX_SCOPE_KEY_BYTES),
+        (p["note"], MAX_NOTE_BYTES),
+        (p["sessionId"], MAX_ID_BYTES),
+    ):
+        if text is not None and not text.isascii() and not _bytes_ok(text, limit):
+            return False
+    for tag in d["tags"]:
+        if not tag.isascii() and not _bytes_ok(tag, MAX_TAG_BYTES):
+            return False
+    gov = d["governance"]
+    for ref in gov.__dict__["sourceRefs"] if gov is not None else ():
+        ref_id = ref.__dict__["id"]
+        if not ref_id.isascii() and not _bytes_ok(ref_id, MAX_ID_BYTES):
+            return False
+    return True
 
 
 def _plain_texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()]) -> bool:
@@ -1203,23 +1209,51 @@ def parse_line(line: bytes, location: Location | None = None) -> Record | Future
 
 
 def _usual_line(line: bytes, location: Location | None) -> Record | ForeignLine | None:
-    """``parse_line``'s verdict on the usual line in one pass (Rust, then the few rules its
-    types cannot say), or None when the host-order path must decide.
+    """``parse_line``'s verdict on the usual line, or None when the host-order path must
+    decide.
     """
-    try:
-        record = (_VALIDATE_LINE or _line_validator())(line, strict=True)
-    except ValidationError:
-        return None
-    d = record.__dict__
-    if location is not None:
-        if d["scope"] is not location.scope:
-            return None  # the host-order path says why
-        key = location.scope_key
-        if not (d["scopeKey"] == key if key is not None else location.owns(d["scopeKey"])):
-            return ForeignLine(d["scopeKey"], d["id"], d["title"])
-    if not _rules_ok(d) or not (line.isascii() or _utf8_sizes_ok(d)):
-        return None
-    return _loaded(record)
+    run, _ = usual_run([line], 0, location)
+    return run[0] if run else None
+
+
+def usual_run(
+    lines: list[bytes], i: int, location: Location | None
+) -> tuple[list[Record | ForeignLine], int]:
+    """The fast path over ``lines[i:]``, in one loop (a loaded file is ~all usual lines): the
+    verdicts of the usual lines from ``i`` on, blank lines skipped, and the index of the first
+    line it cannot decide (``len(lines)`` when none), which the host-order path then takes.
+    A usual line is decided by Rust (the record's validator with the host's text rules) and
+    the few rules its types cannot say.
+    """
+    out: list[Record | ForeignLine] = []
+    n = len(lines)
+    if not FAST_PATH:
+        return out, i
+    validate = _VALIDATE_LINE or _line_validator()
+    append = out.append
+    scope, key = (location.scope, location.scope_key) if location is not None else (None, None)
+    while i < n:
+        raw = lines[i]
+        if raw[:1] != b"{" and _blank(raw):
+            i += 1
+            continue
+        try:
+            record = validate(raw, strict=True)
+        except ValidationError:
+            break
+        d = record.__dict__
+        if location is not None:
+            if d["scope"] is not scope:
+                break  # the host-order path says why
+            if not (d["scopeKey"] == key if key is not None else location.owns(d["scopeKey"])):
+                append(ForeignLine(d["scopeKey"], d["id"], d["title"]))
+                i += 1
+                continue
+        if not _rules_ok(d) or not (raw.isascii() or _utf8_sizes_ok(d)):
+            break
+        append(_loaded(record))
+        i += 1
+    return out, i
 
 
 def _parse_any(line: bytes, location: Location | None) -> Record | FutureLine | ForeignLine:
@@ -1336,29 +1370,29 @@ def as_entry(lines: list[bytes], i: int, result: Parsed | ParsedLine) -> ParsedL
 def parse_entries(
     lines: list[bytes], location: Location | None
 ) -> Iterator[tuple[int, Parsed | ParsedLine]]:
-    """``parse_lines`` without its ``ParsedLine`` for the usual line (a loaded file is ~all
-    usual lines): ``(index, result)`` for a line the fast path decided, ``(index, entry)``
-    for any other entry (an invalid or recovered one, or one decided in the host's order).
+    """``parse_lines`` without its ``ParsedLine`` for the usual line: ``(index, result)`` for
+    a line the fast path decided, ``(index, entry)`` for any other entry (an invalid or
+    recovered one, or one decided in the host's order). A whole file's load takes
+    ``usual_run`` and ``slow_entry`` itself.
     """
     n = len(lines)
     i = 0
-    usual, fast = _usual_line, FAST_PATH
     while i < n:
         raw = lines[i]
         if raw[:1] != b"{" and _blank(raw):
             i += 1
             continue
-        result = usual(raw, location) if fast else None
+        result = _usual_line(raw, location)
         if result is not None:
             yield i, result
             i += 1
             continue
-        entry = _slow_entry(lines, i, location)
+        entry = slow_entry(lines, i, location)
         yield i, entry
         i = entry.last + 1
 
 
-def _slow_entry(lines: list[bytes], i: int, location: Location | None) -> ParsedLine:
+def slow_entry(lines: list[bytes], i: int, location: Location | None) -> ParsedLine:
     """The entry that starts at line ``i`` in the host's order of checks."""
     raw = lines[i]
     try:

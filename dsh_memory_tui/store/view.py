@@ -31,12 +31,12 @@ from ..model import (
     RecordType,
     Scope,
     Status,
-    as_entry,
     expired_view,
     is_expired,
-    parse_entries,
     parse_line,
+    slow_entry,
     title_key,
+    usual_run,
 )
 from ..paths import StoreFile
 
@@ -203,20 +203,31 @@ class FileView:
         return change
 
     def _apply_lines(self, lines: list[bytes], first: int, change: FileChange) -> None:
-        apply, ids = self._apply, change.ids
+        apply, ids, n = self._apply, change.ids, len(lines)
         # Every line is judged with the location as it was at the start (a session file
         # learns its scopeKey from its first record).
-        for i, entry in parse_entries(lines, self.location):
-            # The usual line comes as its record; any other as a ParsedLine (its result may
-            # still be a record: a recovered one, or one decided in the host's order).
-            result = entry.result if type(entry) is ParsedLine else entry
-            if type(result) is Record:
-                if self.scope_key is None:
-                    self.scope_key = result.scopeKey
-                apply(result)
-                ids.append(result.id)
-            else:
-                self._note(as_entry(lines, i, entry), first, change)
+        location = self.location
+        i = 0
+        while i < n:
+            # The usual lines in one run, then the entry the host-order path decides.
+            run, i = usual_run(lines, i, location)
+            entry = None
+            if i < n:
+                entry = slow_entry(lines, i, location)
+                i = entry.last + 1
+                if type(entry.result) is Record:
+                    run.append(entry.result)
+                    entry = None
+            for result in run:
+                if type(result) is Record:
+                    if self.scope_key is None:
+                        self.scope_key = result.scopeKey
+                    apply(result)
+                    ids.append(result.id)
+                else:
+                    self.foreign[result.scope_key] += 1
+            if entry is not None:
+                self._note(entry, first, change)
 
     def _note(self, entry: ParsedLine, first: int, change: FileChange) -> None:
         result = entry.result
