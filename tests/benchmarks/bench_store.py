@@ -113,11 +113,22 @@ def realistic_line(
             ],
         ).to_line()
 
-    words = []
+    # Content as an agent writes it: Markdown lines (so every line of the file has escapes),
+    # a list, a code span, a quote, and in one record of four a non-ASCII character.
+    parts: list[str] = []
     line = make("x")
     while len(line) < size:
-        words += rng.choices(WORDS, k=8)
-        line = make(" ".join(words))
+        words = " ".join(rng.choices(WORDS, k=8))
+        kind = rng.randrange(5)
+        if kind == 0:
+            parts.append(f"- {words}")
+        elif kind == 1:
+            parts.append(f'`{rng.choice(WORDS)}` is "{words}"')
+        else:
+            parts.append(words.capitalize() + ".")
+        if i % 4 == 0 and len(parts) == 2:
+            parts[-1] += " — naïve"
+        line = make("\n".join(parts))
     return line
 
 
