@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -609,20 +609,25 @@ def test_count_lines_reads_only_what_was_appended_and_starts_over_when_replaced(
 
 
 def _failing_fsync(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
-    """fsync fails with EIO for ``path``'s file (by inode), as a disk error reports it."""
+    """fsync and fdatasync fail with EIO for ``path``'s file (by inode), as a disk error
+    reports it."""
     import errno
 
     from dsh_memory_tui import jsonl
 
-    real = os.fsync
     inode = os.stat(path).st_ino
 
-    def fsync(fd: int) -> None:
-        if os.fstat(fd).st_ino == inode:
-            raise OSError(errno.EIO, "Input/output error")
-        real(fd)
+    def failing(real: Callable[[int], None]) -> Callable[[int], None]:
+        def sync(fd: int) -> None:
+            if os.fstat(fd).st_ino == inode:
+                raise OSError(errno.EIO, "Input/output error")
+            real(fd)
 
-    monkeypatch.setattr(jsonl.os, "fsync", fsync)
+        return sync
+
+    monkeypatch.setattr(jsonl.os, "fsync", failing(os.fsync))
+    if hasattr(os, "fdatasync"):  # what an append's sync calls where there is one
+        monkeypatch.setattr(jsonl.os, "fdatasync", failing(os.fdatasync))
 
 
 def _appended_unsynced(tmp_path: Path) -> tuple[SafeFile, Appended]:

@@ -262,6 +262,7 @@ MUTATING_CALLS = frozenset(
         "open",
         "write",
         "fsync",
+        "fdatasync",
         "replace",
         "rename",
         "ftruncate",

@@ -1,5 +1,5 @@
-"""3. Faults: the Nth open, write, fsync or replace fails (ENOSPC, EIO, a short write), once or
-for good; and a real full disk (RLIMIT_FSIZE)."""
+"""3. Faults: the Nth open, write, fsync, fdatasync or replace fails (ENOSPC, EIO, a short
+write), once or for good; and a real full disk (RLIMIT_FSIZE)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ from .harness import (
 )
 
 FAULTS = [
-    (call, kind) for call in ("open", "write", "fsync", "replace") for kind in ("ENOSPC", "EIO")
+    (call, kind)
+    for call in ("open", "write", "fsync", "fdatasync", "replace")
+    for kind in ("ENOSPC", "EIO")
 ] + [("write", "short")]
 
 NTH_LIMIT = 200  # no operation makes this many calls of one kind
@@ -44,9 +46,9 @@ def _check_failed_run(prepared: Prepared, exc: StoreError, what: str) -> None:
 def test_failing_nth_call_is_a_typed_error_and_leaves_old_or_new_file(
     scenario: Scenario, tmp_path: Path, figures: Figures
 ) -> None:
-    """For each of open/write/fsync/replace and each of ENOSPC, EIO and a short write, make the
-    1st, 2nd, ... call fail (once, then for good) until the operation no longer reaches it: a
-    failure is always a StoreError (never a success after a failed fsync), each file is
+    """For each of open/write/fsync/fdatasync/replace and each of ENOSPC, EIO and a short write,
+    make the 1st, 2nd, ... call fail (once, then for good) until the operation no longer reaches
+    it: a failure is always a StoreError (never a success after a failed sync), each file is
     byte-identical or holds the complete new state, and the next write succeeds. A short
     write alone is not an error: the rest is written and the record is complete.
     """
