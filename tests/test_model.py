@@ -665,6 +665,18 @@ def test_loaded_records_stay_independent_when_changed() -> None:
     d.governance.reviewedBy = "zoe"
     assert c.title == "copied" and b.title != "copied"
     assert "reviewedBy" not in b.to_json()["governance"]
+    # Provenance and source refs share their fields sets too.
+    obj = good()
+    del obj["provenance"]["note"]
+    a, b = parse_line(line(obj), PROJECT), parse_line(line(obj), PROJECT)
+    assert isinstance(a, Record) and isinstance(b, Record)
+    a.provenance.note = "set on a"
+    a.governance.sourceRefs[0].contentHash = "sha256:" + "0" * 64
+    assert "note" not in b.to_json()["provenance"]
+    assert "contentHash" not in b.to_json()["governance"]["sourceRefs"][0]
+    e = b.governance.sourceRefs[0].model_copy(update={"contentHash": "sha256:" + "1" * 64})
+    assert "contentHash" in e.model_dump(exclude_unset=True)
+    assert "contentHash" not in b.to_json()["governance"]["sourceRefs"][0]
     assert parse_line(raw, PROJECT).to_line() == raw + b"\n"
 
 

@@ -322,7 +322,11 @@ class MemoryStore:
 
         def build(view: FileView) -> tuple[list[Record], WriteResult]:
             key = view.scope_key or file.scope_key or ""
-            record = early if early is not None and early.scopeKey == key else make(key)
+            if early is not None and early.scopeKey == key:
+                record = early
+            else:
+                record = make(key)
+                checked_line(record, view.location)  # refused here even if nothing is written
             existing = view.find_duplicate(record.type, record.contentHash)
             if existing is not None:
                 refs = merge_refs(existing.governance.sourceRefs, record.governance.sourceRefs)
@@ -389,6 +393,7 @@ class MemoryStore:
                 origin=origin,
                 source_refs=source_refs,
                 now=self.clock(),
+                check=False,  # add() checks it for its file
             )
 
         return self.add(file, make, confirm_shared=confirm_shared)
@@ -749,6 +754,7 @@ class MemoryStore:
                 verified_at=gov.verifiedAt,
                 now=self.clock(),
                 record_id=new_id(),
+                check=False,  # add() checks it for its file
             )
 
         return self.add(target, make, confirm_shared=confirm_shared)
