@@ -890,27 +890,29 @@ def _rules_ok(d: dict[str, Any]) -> bool:
 
 def _utf8_sizes_ok(d: dict[str, Any]) -> bool:
     """The host's limits in UTF-8 bytes, for a line that is not ASCII (the line validator
-    checked them as characters, and every other text rule): only a text that is not ASCII
-    itself can be over (``str.isascii`` is O(1)).
+    checked them as characters, and every other text rule): a text of at most a quarter of
+    its limit in characters fits (a character is at most 4 bytes), and so does one that is
+    ASCII (``str.isascii`` is O(1)); only the others are encoded.
     """
     p = d["provenance"].__dict__
-    for text, limit in (
-        (d["content"], MAX_CONTENT_BYTES),
-        (d["title"], MAX_TITLE_BYTES),
-        (d["id"], MAX_ID_BYTES),
-        (d["scopeKey"], MAX_SCOPE_KEY_BYTES),
-        (p["note"], MAX_NOTE_BYTES),
-        (p["sessionId"], MAX_ID_BYTES),
+    title, rid, key, content = d["title"], d["id"], d["scopeKey"], d["content"]
+    session, note = p["sessionId"], p["note"]
+    if not (
+        (len(content) <= MAX_CONTENT_BYTES // 4 or _bytes_ok(content, MAX_CONTENT_BYTES))
+        and (len(title) <= MAX_TITLE_BYTES // 4 or _bytes_ok(title, MAX_TITLE_BYTES))
+        and (len(rid) <= MAX_ID_BYTES // 4 or _bytes_ok(rid, MAX_ID_BYTES))
+        and (len(key) <= MAX_SCOPE_KEY_BYTES // 4 or _bytes_ok(key, MAX_SCOPE_KEY_BYTES))
+        and (session is None or _bytes_ok(session, MAX_ID_BYTES))
+        and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
     ):
-        if text is not None and not text.isascii() and not _bytes_ok(text, limit):
-            return False
+        return False
     for tag in d["tags"]:
-        if not tag.isascii() and not _bytes_ok(tag, MAX_TAG_BYTES):
+        if len(tag) > MAX_TAG_BYTES // 4 and not _bytes_ok(tag, MAX_TAG_BYTES):
             return False
     gov = d["governance"]
     for ref in gov.__dict__["sourceRefs"] if gov is not None else ():
         ref_id = ref.__dict__["id"]
-        if not ref_id.isascii() and not _bytes_ok(ref_id, MAX_ID_BYTES):
+        if len(ref_id) > MAX_ID_BYTES // 4 and not _bytes_ok(ref_id, MAX_ID_BYTES):
             return False
     return True
 

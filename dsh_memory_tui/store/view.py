@@ -218,12 +218,26 @@ class FileView:
                 if type(entry.result) is Record:
                     run.append(entry.result)
                     entry = None
+            # A new id with no expiry, while no index is kept (a reader's load): all that
+            # ``_apply`` would do for it.
+            plain = self._titles is None and self._by_hash is None
+            current, applied = self.current, self.applied
             for result in run:
                 if type(result) is Record:
+                    d = result.__dict__
+                    rid = d["id"]
                     if self.scope_key is None:
-                        self.scope_key = result.scopeKey
-                    apply(result)
-                    ids.append(result.id)
+                        self.scope_key = d["scopeKey"]
+                    if (
+                        plain
+                        and rid not in current
+                        and d["governance"].__dict__["expiresAt"] is None
+                    ):
+                        applied.append(rid)
+                        current[rid] = result
+                    else:
+                        apply(result)
+                    ids.append(rid)
                 else:
                     self.foreign[result.scope_key] += 1
             if entry is not None:
