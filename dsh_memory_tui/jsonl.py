@@ -27,11 +27,11 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
 
 
-def _unsafe(path: Path, why: str) -> StoreError:
+def _unsafe(path: Path | str, why: str) -> StoreError:
     return StoreError(ErrorCode.UNSAFE_PATH, f"{path}: {why}; refusing to use it")
 
 
-def _io_error(path: Path, action: str, exc: OSError) -> StoreError:
+def _io_error(path: Path | str, action: str, exc: OSError) -> StoreError:
     if exc.errno == errno.ELOOP:
         return _unsafe(path, "is a symlink")
     if exc.errno == errno.ENOSPC:
@@ -47,7 +47,7 @@ def _io_error(path: Path, action: str, exc: OSError) -> StoreError:
     return StoreError(ErrorCode.WRITE_FAILED, f"{path}: {action} failed: {exc.strerror or exc}")
 
 
-def check_path(path: Path) -> bool:
+def check_path(path: Path | str) -> bool:
     """True if ``path`` is a regular file, False if absent; ``UNSAFE_PATH`` for anything else."""
     try:
         st = os.lstat(path)
@@ -62,7 +62,7 @@ def check_path(path: Path) -> bool:
     return True
 
 
-def check_dir(path: Path) -> bool:
+def check_dir(path: Path | str) -> bool:
     """True if ``path`` is a safe directory, False if absent; ``UNSAFE_PATH`` otherwise.
 
     Safe: a real directory (not a symlink) that is not world-writable (unless sticky). A
@@ -83,14 +83,14 @@ def check_dir(path: Path) -> bool:
     return True
 
 
-def ensure_dir(path: Path, root: Path | None = None, dirs: list[Path] | None = None) -> None:
+def ensure_dir(path: Path, root: Path | None = None, dirs: list[str] | None = None) -> None:
     """Create ``path`` and missing parents 0700 (whatever the umask), then check it, and with
     a ``root``, every directory between ``root`` and ``path`` too: a symlink there (a cloned
     project's ``.dsh -> elsewhere``) would send our writes outside the tree. ``UNSAFE_PATH``.
     ``dirs``: ``dirs_to_check(path, root)``, when the caller keeps it.
     """
     dirs = dirs_to_check(path, root) if dirs is None else dirs
-    if check_dir(path):  # the usual case: one lstat per directory
+    if check_dir(dirs[0]):  # the usual case: one lstat per directory
         for directory in dirs[1:]:
             check_dir(directory)
         return
@@ -120,12 +120,14 @@ def check_dirs(path: Path, root: Path | None = None) -> None:
         check_dir(directory)
 
 
-def dirs_to_check(path: Path, root: Path | None = None) -> list[Path]:
-    """``path`` and every directory between ``root`` and it (what ``check_dirs`` checks)."""
+def dirs_to_check(path: Path, root: Path | None = None) -> list[str]:
+    """``path`` and every directory between ``root`` and it (what ``check_dirs`` checks), as
+    strings: each write checks them again, and a ``Path`` is converted at every ``lstat``.
+    """
     out = [path]
     if root is not None and path.is_relative_to(root):
         out += [root / parent for parent in path.relative_to(root).parents if parent != Path(".")]
-    return out
+    return [os.fspath(p) for p in out]
 
 
 def sync_data(fd: int) -> None:
@@ -550,6 +552,7 @@ class SafeFile:
         self.lock_timeout = lock_timeout
         self.lock = HostLock(self.lock_path, lock_timeout)
         self._dirs = dirs_to_check(path.parent, root)  # pathlib once, not per write
+        self._path_strs = [os.fspath(p) for p in self.paths]
 
     @property
     def paths(self) -> tuple[Path, Path, Path, Path]:
@@ -560,7 +563,7 @@ class SafeFile:
         """``UNSAFE_PATH`` if the data, lock, backup or quarantine path is a symlink or not a
         regular file: a writer refuses before touching any of them.
         """
-        for path in self.paths:
+        for path in self._path_strs:
             check_path(path)
 
     @contextlib.contextmanager

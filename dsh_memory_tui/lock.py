@@ -237,6 +237,7 @@ class HostLock:
 
     def __init__(self, lock_path: Path, timeout_s: float) -> None:
         self.path = lock_path
+        self._fs_path = os.fspath(lock_path)  # for the os calls of every acquire and release
         self.timeout_s = timeout_s
         # The lock file we created, kept open while held: its inode cannot be reused by a
         # lock file someone else creates after deleting ours (see ``still_ours``).
@@ -245,7 +246,7 @@ class HostLock:
     def _try_create(self) -> bool:
         try:
             fd = os.open(
-                self.path,
+                self._fs_path,
                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                 FILE_MODE,
             )
@@ -272,7 +273,7 @@ class HostLock:
         except OSError as exc:
             os.close(fd)
             with contextlib.suppress(OSError):
-                os.unlink(self.path)
+                os.unlink(self._fs_path)
             if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
                 raise StoreError(ErrorCode.WRITE_FAILED, f"{self.path}: the disk is full") from None
             raise StoreError(
@@ -284,7 +285,7 @@ class HostLock:
     def _break_if_stale(self) -> bool:
         """Unlink a stale lock whose holder is gone. True: the lock is gone, try again now."""
         try:
-            st = os.lstat(self.path)
+            st = os.lstat(self._fs_path)
         except FileNotFoundError:
             return True
         if not stat.S_ISREG(st.st_mode):
@@ -301,12 +302,12 @@ class HostLock:
             return False
         # The same file we judged stale, still there: unlink it (as the host does).
         try:
-            st = os.lstat(self.path)
+            st = os.lstat(self._fs_path)
         except FileNotFoundError:
             return True
         if (st.st_dev, st.st_ino, st.st_mtime_ns) == identity:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+                os.unlink(self._fs_path)
         return True
 
     def acquire(self) -> None:
@@ -354,7 +355,7 @@ class HostLock:
             return False
         try:
             ours = os.fstat(self._fd)
-            st = os.lstat(self.path)
+            st = os.lstat(self._fs_path)
         except FileNotFoundError:
             return False
         return ours.st_nlink > 0 and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino)
@@ -376,7 +377,7 @@ class HostLock:
         try:
             if self.still_ours():
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path)
+                    os.unlink(self._fs_path)
         finally:
             os.close(self._fd)
             self._fd = None
