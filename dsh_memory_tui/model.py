@@ -890,31 +890,24 @@ def _rules_ok(d: dict[str, Any]) -> bool:
 
 def _utf8_sizes_ok(d: dict[str, Any]) -> bool:
     """The host's limits in UTF-8 bytes, for a line that is not ASCII (the line validator
-    checked them as characters, and every other text rule): a text of at most a quarter of
-    its limit in characters fits (a character is at most 4 bytes), and so does one that is
-    ASCII (``str.isascii`` is O(1)); only the others are encoded.
+    checked them as characters, and every other text rule; ``_bytes_ok`` encodes only a
+    text that is not ASCII and over a quarter of its limit).
     """
     p = d["provenance"].__dict__
-    title, rid, key, content = d["title"], d["id"], d["scopeKey"], d["content"]
-    session, note = p["sessionId"], p["note"]
-    if not (
-        (len(content) <= MAX_CONTENT_BYTES // 4 or _bytes_ok(content, MAX_CONTENT_BYTES))
-        and (len(title) <= MAX_TITLE_BYTES // 4 or _bytes_ok(title, MAX_TITLE_BYTES))
-        and (len(rid) <= MAX_ID_BYTES // 4 or _bytes_ok(rid, MAX_ID_BYTES))
-        and (len(key) <= MAX_SCOPE_KEY_BYTES // 4 or _bytes_ok(key, MAX_SCOPE_KEY_BYTES))
+    session, note, gov = p["sessionId"], p["note"], d["governance"]
+    return (
+        _bytes_ok(d["content"], MAX_CONTENT_BYTES)
+        and _bytes_ok(d["title"], MAX_TITLE_BYTES)
+        and _bytes_ok(d["id"], MAX_ID_BYTES)
+        and _bytes_ok(d["scopeKey"], MAX_SCOPE_KEY_BYTES)
         and (session is None or _bytes_ok(session, MAX_ID_BYTES))
         and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
-    ):
-        return False
-    for tag in d["tags"]:
-        if len(tag) > MAX_TAG_BYTES // 4 and not _bytes_ok(tag, MAX_TAG_BYTES):
-            return False
-    gov = d["governance"]
-    for ref in gov.__dict__["sourceRefs"] if gov is not None else ():
-        ref_id = ref.__dict__["id"]
-        if len(ref_id) > MAX_ID_BYTES // 4 and not _bytes_ok(ref_id, MAX_ID_BYTES):
-            return False
-    return True
+        and all(_bytes_ok(tag, MAX_TAG_BYTES) for tag in d["tags"])
+        and (
+            gov is None
+            or all(_bytes_ok(r.__dict__["id"], MAX_ID_BYTES) for r in gov.__dict__["sourceRefs"])
+        )
+    )
 
 
 def _plain_texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()]) -> bool:

@@ -218,26 +218,12 @@ class FileView:
                 if type(entry.result) is Record:
                     run.append(entry.result)
                     entry = None
-            # A new id with no expiry, while no index is kept (a reader's load): all that
-            # ``_apply`` would do for it.
-            plain = self._titles is None and self._by_hash is None
-            current, applied = self.current, self.applied
             for result in run:
                 if type(result) is Record:
-                    d = result.__dict__
-                    rid = d["id"]
                     if self.scope_key is None:
-                        self.scope_key = d["scopeKey"]
-                    if (
-                        plain
-                        and rid not in current
-                        and d["governance"].__dict__["expiresAt"] is None
-                    ):
-                        applied.append(rid)
-                        current[rid] = result
-                    else:
-                        apply(result)
-                    ids.append(rid)
+                        self.scope_key = result.scopeKey
+                    apply(result)
+                    ids.append(result.id)
                 else:
                     self.foreign[result.scope_key] += 1
             if entry is not None:
@@ -316,6 +302,15 @@ class FileView:
         rid = record.id
         self.applied.append(rid)
         current = self.current.get(rid)
+        g = record.governance
+        if (
+            current is None
+            and g.expiresAt is None
+            and self._titles is None
+            and self._by_hash is None
+        ):
+            self.current[rid] = record  # a new id, no expiry, no index kept: a reader's load
+            return
         if current is not None:
             # A second line for this id: only now does it need a history list (memory).
             history = self._history.get(rid)
@@ -325,7 +320,6 @@ class FileView:
                 history.append(record)
             self._line_of_view.pop(rid, None)
         # The last valid line of an id wins (the host's load).
-        g = record.governance
         if g.expiresAt is not None and g.verification == "verified":
             if is_expired(record, self.clock()):
                 self._line_of_view[rid] = record

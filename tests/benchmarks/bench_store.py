@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
-from dsh_memory_tui.jsonl import MAX_STORE_BYTES  # noqa: E402
+from dsh_memory_tui.jsonl import MAX_STORE_BYTES, sync_data  # noqa: E402
 from dsh_memory_tui.lock import HostLock  # noqa: E402
 from dsh_memory_tui.model import (  # noqa: E402
     Origin,
@@ -286,7 +286,7 @@ def _bare_appender(path: str, count: int, line: bytes, start: mp.Event) -> None:
         os.close(held)
         os.write(fd, line)
         os.unlink(lock)
-        os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
+        sync_data(fd)
     os.close(fd)
 
 
