@@ -250,6 +250,7 @@ class MemoryApp(App[None]):
         # a sync that finds it taken is left to the write's end (which syncs).
         self._store_gate = threading.RLock()
         self._agent_view_due = False  # W's read is running
+        self._quit_due = False  # q came while a write ran: quit once the writes are done
         self._full_sync_due = False
         self._progress_timer: Timer | None = None
         self._adoptable: dict[Scope, FileView | None] = {}  # _adopt_view's last answers
@@ -332,6 +333,29 @@ class MemoryApp(App[None]):
             timeout=timeout,
             markup=False,
         )
+
+    def action_quit(self) -> None:
+        """q (ctrl+q in a form): quit, but a write that is running, or was just asked for (a
+        save typed right before q), is finished first; q again quits at once."""
+        if self.state.running and not self._quit_due:
+            self._quit_due = True
+            self.notify(
+                "Quitting once the write is done (q again: quit now, and it may not happen).",
+                title="Finishing a write",
+            )
+            return
+        self.exit()
+
+    def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False) -> Any:
+        """A dialog's answer is not acted on once the app is shutting down (quit, or the end of
+        a test right after a save): the tabs' widgets are being removed by then."""
+        if callback is not None:
+            then = callback
+
+            def callback(result: Any) -> Any:
+                return then(result) if self.is_running else None
+
+        return super().push_screen(screen, callback, wait_for_dismiss)
 
     def on_mount(self) -> None:
         for pane in self.panes():
@@ -989,6 +1013,8 @@ class MemoryApp(App[None]):
             elif error is None and done is not None:
                 done(result)  # type: ignore[arg-type]
             self._status()
+            if self._quit_due and not self.state.running:
+                self.exit()  # the save typed just before q is written
 
         def in_thread() -> None:
             result: object = None

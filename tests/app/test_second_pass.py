@@ -150,6 +150,19 @@ async def test_an_edit_conflict_in_the_shared_scope_is_merged_in_the_form_too(fi
     assert record.governance.revision == before + 2
 
 
+async def test_a_save_answered_as_the_app_quits_is_kept_without_an_error(fixture_home):
+    """The form's answer reaches the app after its shutdown has begun (a quit, or the end of a
+    test, right after a save): the record is written and nothing raises."""
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        form = await _edit(pilot, app, "project", DECISION)
+        form.query_one("#content", TextArea).text = "Saved on the way out."
+        burst(app, "ctrl+s", "ctrl+q")
+        await wait_for(pilot, lambda: app.return_code is not None, what="quitting")
+    assert current(home, ws, DECISION).content == "Saved on the way out."
+
+
 # ---------------------------------------------------------------- 5. another process's lock
 
 HOLDER = """
@@ -218,6 +231,31 @@ async def test_a_held_lock_does_not_freeze_the_app(fixture_home):
             what="the verify shown",
         )
         assert _status(app).count("writing") == 0
+    assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
+
+
+async def test_q_while_a_write_waits_on_a_lock_quits_once_it_is_written(fixture_home):
+    home, ws = fixture_home
+    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
+    app = MemoryApp(MemoryStore.open(home, ws, "alice", lock_timeout_s=30), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", PROPOSAL)
+        holder = LockHolder(data)
+        try:
+            await pilot.press("v")
+            await wait_for(pilot, lambda: reason_asked(app), what="the reason")
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: "verifying" in _status(app) or "writing" in _status(app))
+            await pilot.press("q")
+            await wait_for(
+                pilot,
+                lambda: any(n.title == "Finishing a write" for n in app._notifications),
+                what="the app saying it finishes the write",
+            )
+            assert app.return_code is None  # still running, still waiting on the lock
+        finally:
+            holder.release()
+        await wait_for(pilot, lambda: app.return_code is not None, what="the quit")
     assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
 
 
