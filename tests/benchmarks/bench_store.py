@@ -1,6 +1,6 @@
 """Store benchmark: load, tail read, concurrent appends, memory. Not a test (no asserts on time).
 
-Run:  /work/venv/bin/python tests/benchmarks/bench_store.py [--workers 4] [--appends 2000]
+Run:  python tests/benchmarks/bench_store.py [--workers 4] [--appends 2000]
 
 Everything is measured in this run on this machine; ratios are against baselines measured in
 the same run, so they mean the same on a faster or slower machine. Each timing is the best of
