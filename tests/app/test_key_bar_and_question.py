@@ -87,6 +87,67 @@ async def test_one_records_reason_is_asked_in_one_line_and_typed_keys_land_in_it
     assert record.status.value == "active"  # nothing archived by the "a" in "read"
 
 
+async def test_keys_typed_after_the_reasons_enter_go_to_the_app_not_the_reason(fixture_home):
+    """One burst (tmux, a paste, a laggy ssh link): "v", the reason, Enter and "?". The
+    reason is what came before Enter; "?" opens the help."""
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", PROPOSAL)
+        burst(app, "v", *"ok", "enter", "?")
+        await wait_for(
+            pilot,
+            lambda: current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED,
+            what="verified",
+        )
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+    assert current(home, ws, PROPOSAL).governance.reviewNote == "ok"
+
+
+async def test_keys_typed_behind_enter_in_the_reason_box_go_to_the_app(fixture_home):
+    """The question already has the focus; the end of the reason, Enter and "?" come in one
+    read of the terminal: the reason ends before Enter, "?" opens the help (tmux showed
+    "looks right", Enter, "q" saved as "looks rightq" and no quit)."""
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", PROPOSAL)
+        await pilot.press("v", *"looks")
+        await wait_for(pilot, lambda: reason_asked(app), what="the question")
+        burst(app, *" right", "enter", "?")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+        await wait_for(
+            pilot,
+            lambda: current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED,
+            what="verified",
+        )
+    assert current(home, ws, PROPOSAL).governance.reviewNote == "looks right"
+
+
+async def test_keys_typed_behind_enter_in_the_batch_reason_dialog_go_to_the_app(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "review", PROPOSAL)
+        table = app.pane("review").table
+        marked = table_keys(app, "review")[:2]
+        table.move_cursor_to_key(marked[0])
+        await pilot.press("space", "space", "v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the dialog")
+        await pilot.press(*"both")
+        burst(app, *" fine", "enter", "?")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+        await wait_for(
+            pilot,
+            lambda: all(
+                current(home, ws, rid).governance.verification is Verification.VERIFIED
+                for rid in marked
+            ),
+            what="both verified",
+        )
+    assert [current(home, ws, rid).governance.reviewNote for rid in marked] == ["both fine"] * 2
+
+
 async def test_the_question_names_the_record_and_moving_away_drops_it(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)

@@ -31,7 +31,10 @@ def burst(app: MemoryApp, *keys: str) -> None:
     """Queue ``keys`` at once, as a paste or a laggy ssh link delivers them: nothing runs
     between them (``pilot.press`` lets the app go idle after each key)."""
     for key in keys:
-        char = {"slash": "/"}.get(key, key if len(key) == 1 else None)
+        key = {" ": "space", "/": "slash", "?": "question_mark"}.get(key, key)
+        char = {"slash": "/", "space": " ", "question_mark": "?"}.get(
+            key, key if len(key) == 1 else None
+        )
         app.post_message(events.Key(key, char))
 
 

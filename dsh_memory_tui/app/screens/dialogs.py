@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...present import visible
+from ..widgets.answer_input import AnswerInput
 
 
 def _plain(text: str) -> Static:
@@ -72,13 +73,19 @@ class ReasonDialog(ModalScreen[str | None]):
         super().__init__(classes="dialog")
         self.title_text, self.prompt, self.action = title, prompt, action
         self.variant = variant
+        self._answered = False
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
             yield _title(self.title_text)
             with VerticalScroll(classes="dialog-scroll"):
                 yield _plain(self.prompt)
-            yield Input(placeholder="reason (optional)", id="reason")
+            yield AnswerInput(
+                self._answer,
+                lambda: not self._answered,
+                placeholder="reason (optional)",
+                id="reason",
+            )
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action, id="ok", variant=self.variant)  # type: ignore[arg-type]
                 yield Button("Cancel", id="cancel")
@@ -86,19 +93,21 @@ class ReasonDialog(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.query_one(Input).focus()
 
+    def _answer(self, reason: str | None) -> None:
+        if not self._answered:
+            self._answered = True
+            self.dismiss(reason)
+
     @on(Input.Submitted)
     def _submitted(self) -> None:
-        self.dismiss(self.query_one(Input).value.strip())
+        self._answer(self.query_one(Input).value.strip())
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "ok":
-            self.dismiss(self.query_one(Input).value.strip())
-        else:
-            self.dismiss(None)
+        self._answer(self.query_one(Input).value.strip() if event.button.id == "ok" else None)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self._answer(None)
 
 
 class CopyDialog(ModalScreen[Scope | None]):

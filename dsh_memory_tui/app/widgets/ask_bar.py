@@ -18,9 +18,10 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Label
 
 from ...present import visible
+from .answer_input import AnswerInput
 
 
-class ReasonInput(Input):
+class ReasonInput(AnswerInput):
     # Shown in the key bar while it asks: the placeholder that says so is gone once typing.
     BINDINGS = [
         Binding("enter", "submit", "Confirm", show=True),
@@ -51,7 +52,9 @@ class AskBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="ask-question", markup=False)
-        yield ReasonInput(id="reason", placeholder="reason (optional)")
+        yield ReasonInput(
+            self.answer, lambda: self.asking, id="reason", placeholder="reason (optional)"
+        )
 
     @property
     def asking(self) -> bool:
@@ -76,12 +79,17 @@ class AskBar(Horizontal):
         self.screen.set_focus(box)
 
     def takes(self, event: events.Key) -> bool:
-        """Type a printable key that reached the app while this asks (it was routed to the
-        table before the question took the focus) into the question; False for others."""
+        """A key that reached the app while this asks (it was routed to the table before the
+        question took the focus): a printable one is typed into the question, Enter and
+        Escape answer it, in the order the keys came; False for others."""
+        box = self.query_one(ReasonInput)
+        if event.key in ("enter", "escape"):
+            self.answer(box.value.strip() if event.key == "enter" else None)
+            return True
         char = event.character
         if char is None or not char.isprintable():
             return False
-        self.query_one(ReasonInput).insert_text_at_cursor(char)
+        box.insert_text_at_cursor(char)
         return True
 
     def answer(self, reason: str | None) -> None:
