@@ -30,7 +30,7 @@ from dsh_memory_tui.jsonl import (
     write_atomic,
 )
 from dsh_memory_tui.lock import HostLock
-from dsh_memory_tui.model import Record, next_revision
+from dsh_memory_tui.model import Record, SourceRef, next_revision
 from dsh_memory_tui.store import FileView, MemoryStore
 
 REPO = Path(__file__).parent.parent
@@ -648,6 +648,47 @@ def test_a_failed_fsync_after_the_release_cuts_the_lines_off_again(
     assert failed.value.code == "WRITE_FAILED" and "may still be" not in failed.value.message
     assert safe.path.read_bytes() == b'{"before":1}\n'
     assert not safe.lock_path.exists()
+
+
+def test_a_failed_sync_is_the_error_a_write_reports_even_when_the_reread_fails_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failing disk: the sync of our append fails, and so does the read that brings the
+    view back to the file. The caller is told the write failed (not that a read did), and
+    the lines are cut off again."""
+    import errno
+
+    from dsh_memory_tui import jsonl
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    store = MemoryStore.open(tmp_path / "home", workspace, "alice")
+    store.propose(
+        "project", "fact", "first", "a first fact", source_refs=[SourceRef(kind="session", id="s1")]
+    )
+    path = store.file_for("project").path
+    before = path.read_bytes()
+    _failing_fsync(monkeypatch, path)
+    inode, real_pread = os.stat(path).st_ino, os.pread
+
+    def pread(fd: int, n: int, at: int) -> bytes:
+        if os.fstat(fd).st_ino == inode:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_pread(fd, n, at)
+
+    monkeypatch.setattr(jsonl.os, "pread", pread)
+    with pytest.raises(StoreError) as failed:
+        store.propose(
+            "project",
+            "fact",
+            "second",
+            "a second fact",
+            source_refs=[SourceRef(kind="session", id="s1")],
+        )
+    assert failed.value.code == "WRITE_FAILED", failed.value
+    assert "sync" in failed.value.message or "fsync" in failed.value.message, failed.value
+    monkeypatch.undo()
+    assert path.read_bytes() == before
 
 
 def test_a_failed_fsync_leaves_lines_another_writer_appended_after_and_says_so(

@@ -4,6 +4,7 @@ appended in one fsynced write or replaced atomically. Nothing else writes a data
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,11 @@ def write(
             try:
                 appended.sync(view.safe.locked)
             except StoreError:
-                view.refresh()  # our lines were cut off again (unless others appended after)
+                # Our lines were cut off again (unless others appended after): the view reads
+                # the file back. If that fails too (a failing disk), the sync's error is the
+                # one to tell, and the next read tries again.
+                with contextlib.suppress(StoreError):
+                    view.refresh()
                 raise
     return result
 
