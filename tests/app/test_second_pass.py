@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from textual import events
@@ -199,20 +201,34 @@ class LockHolder:
         assert self.proc.wait(timeout=10) == 0  # it unlinked its lock (ours may follow at once)
 
 
+def _patient_app(home: Path, ws: Path) -> MemoryApp:
+    """The app on a store whose writes wait up to 30 s for another process's lock."""
+    return MemoryApp(MemoryStore.open(home, ws, "alice", lock_timeout_s=30), watch=False)
+
+
+@contextlib.asynccontextmanager
+async def _verify_behind_a_held_lock(pilot, app: MemoryApp) -> AsyncIterator[LockHolder]:
+    """Another process holds the project file's lock while the cursor's record is verified:
+    the body runs while that write waits; the lock is released when it ends."""
+    holder = LockHolder(app.store.file_for("project").path)
+    try:
+        await pilot.press("v")
+        await wait_for(pilot, lambda: reason_asked(app), what="the reason")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "verifying" in _status(app) or "writing" in _status(app))
+        yield holder
+    finally:
+        holder.release()
+
+
 async def test_a_held_lock_does_not_freeze_the_app(fixture_home):
     home, ws = fixture_home
-    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
-    app = MemoryApp(MemoryStore.open(home, ws, "alice", lock_timeout_s=30), watch=False)
+    app = _patient_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", PROPOSAL)
         table = app.pane("project").table
-        holder = LockHolder(data)
-        try:
-            started = time.monotonic()
-            await pilot.press("v")
-            await wait_for(pilot, lambda: reason_asked(app), what="the reason")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: "verifying" in _status(app) or "writing" in _status(app))
+        started = time.monotonic()
+        async with _verify_behind_a_held_lock(pilot, app) as holder:
             await pilot.press("down")  # the app still answers while the write waits
             await wait_for(pilot, lambda: table.cursor_key != PROPOSAL, what="the cursor moved")
             await pilot.press("up", "v")  # the same record again: refused while it is written
@@ -225,8 +241,6 @@ async def test_a_held_lock_does_not_freeze_the_app(fixture_home):
             assert holder.path.exists()  # all of that while the other process held the lock
             assert time.monotonic() - started < 10
             assert current(home, ws, PROPOSAL).governance.verification is Verification.UNVERIFIED
-        finally:
-            holder.release()
         await app.workers.wait_for_complete()
         await wait_for(
             pilot,
@@ -239,16 +253,10 @@ async def test_a_held_lock_does_not_freeze_the_app(fixture_home):
 
 async def test_q_while_a_write_waits_on_a_lock_quits_once_it_is_written(fixture_home):
     home, ws = fixture_home
-    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
-    app = MemoryApp(MemoryStore.open(home, ws, "alice", lock_timeout_s=30), watch=False)
+    app = _patient_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", PROPOSAL)
-        holder = LockHolder(data)
-        try:
-            await pilot.press("v")
-            await wait_for(pilot, lambda: reason_asked(app), what="the reason")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: "verifying" in _status(app) or "writing" in _status(app))
+        async with _verify_behind_a_held_lock(pilot, app):
             await pilot.press("q")
             await wait_for(
                 pilot,
@@ -256,8 +264,6 @@ async def test_q_while_a_write_waits_on_a_lock_quits_once_it_is_written(fixture_
                 what="the app saying it finishes the write",
             )
             assert app.return_code is None  # still running, still waiting on the lock
-        finally:
-            holder.release()
         await wait_for(pilot, lambda: app.return_code is not None, what="the quit")
     assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
 
