@@ -336,11 +336,13 @@ class MemoryApp(App[None]):
 
     def action_quit(self) -> None:
         """q (ctrl+q in a form): quit, but a write that is running, or was just asked for (a
-        save typed right before q), is finished first; q again quits at once."""
+        save typed right before q), is finished first; q again quits at once. A write that
+        fails then keeps the app open, its error on screen."""
         if self.state.running and not self._quit_due:
             self._quit_due = True
             self.notify(
-                "Quitting once the write is done (q again: quit now, and it may not happen).",
+                "Quitting once the write is done (q again quits now; the write may then not "
+                "happen).",
                 title="Finishing a write",
             )
             return
@@ -1013,7 +1015,14 @@ class MemoryApp(App[None]):
             elif error is None and done is not None:
                 done(result)  # type: ignore[arg-type]
             self._status()
-            if self._quit_due and not self.state.running:
+            if self._quit_due and error is not None:
+                self._quit_due = False  # the error (or the form's merge) is for the reviewer
+                self.notify(
+                    "Not quitting: a write failed (see why); q quits.",
+                    title="Still open",
+                    severity="warning",
+                )
+            elif self._quit_due and not self.state.running:
                 self.exit()  # the save typed just before q is written
 
         def in_thread() -> None:

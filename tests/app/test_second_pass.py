@@ -268,6 +268,25 @@ async def test_q_while_a_write_waits_on_a_lock_quits_once_it_is_written(fixture_
     assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
 
 
+async def test_q_while_a_write_waits_on_a_lock_stays_open_when_the_write_fails(fixture_home):
+    home, ws = fixture_home
+    app = MemoryApp(MemoryStore.open(home, ws, "alice", lock_timeout_s=1), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", PROPOSAL)
+        async with _verify_behind_a_held_lock(pilot, app):
+            await pilot.press("q")
+            await wait_for(
+                pilot,
+                lambda: any(n.title == "Still open" for n in app._notifications),
+                what="the app saying it stays open",
+            )
+            assert any("LOCK" in (n.title or "") for n in app._notifications)
+            assert app.return_code is None
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.return_code is not None, what="the quit")
+    assert current(home, ws, PROPOSAL).governance.verification is Verification.UNVERIFIED
+
+
 def _status(app: MemoryApp) -> str:
     return str(app.query_one("#status-line", Static).render())
 

@@ -31,10 +31,16 @@ class AnswerInput(Input):
         if not self._is_open():
             event.stop()
             event.prevent_default()
-            self.app.post_message(events.Key(event.key, event.character))
+            if self.app.focused is self:  # the focus has not moved on yet: after a frame
+                self.call_after_refresh(self._to_app, event.key, event.character)
+            else:
+                self._to_app(event.key, event.character)
         elif event.key in ("enter", "escape"):
             event.stop()
             event.prevent_default()
             self._answer(self.value.strip() if event.key == "enter" else None)
         else:
             await super()._on_key(event)
+
+    def _to_app(self, key: str, character: str | None) -> None:
+        self.app.post_message(events.Key(key, character))
