@@ -250,7 +250,8 @@ class MemoryApp(App[None]):
         # a sync that finds it taken is left to the write's end (which syncs).
         self._store_gate = threading.RLock()
         self._agent_view_due = False  # W's read is running
-        self._quit_due = False  # q came while a write ran: quit once the writes are done
+        self._quit_due = False  # q came: quit once the writes are done
+        self._quit_said = False  # ... and the app said it waits for them
         self._full_sync_due = False
         self._progress_timer: Timer | None = None
         self._adoptable: dict[Scope, FileView | None] = {}  # _adopt_view's last answers
@@ -336,17 +337,39 @@ class MemoryApp(App[None]):
 
     def action_quit(self) -> None:
         """q (ctrl+q in a form): quit, but a write that is running, or was just asked for (a
-        save typed right before q), is finished first; q again quits at once. A write that
-        fails then keeps the app open, its error on screen."""
-        if self.state.running and not self._quit_due:
-            self._quit_due = True
-            self.notify(
-                "Quitting once the write is done (q again quits now; the write may then not "
-                "happen).",
-                title="Finishing a write",
-            )
+        save typed right before q, a dialog's Enter), is finished first; q again quits at
+        once. A write that fails then keeps the app open, its error on screen.
+
+        ctrl+q is a priority binding: it runs when it arrives, before the focused widget has
+        taken the keys ahead of it (a dialog's Enter) and before that answer's callback. So
+        the decision waits behind both: a turn of the focused widget's queue, then one of the
+        app's."""
+        if self._quit_due:
+            self.exit()
             return
-        self.exit()
+        self._quit_due = True
+        target = self.focused or self.screen
+
+        def behind_the_app() -> None:
+            self.call_later(self._quit_when_written)
+
+        if target is self.screen or not target.call_later(behind_the_app):
+            behind_the_app()
+        # Should the widget close before its turn (its dialog removed), the quit still comes.
+        self.set_timer(1.0, self._quit_when_written)
+
+    def _quit_when_written(self) -> None:
+        if not self._quit_due or self._quit_said:
+            return  # a write failed meanwhile and said so; or this is the timer's second word
+        if not self.state.running:
+            self.exit()
+            return
+        self._quit_said = True
+        self.notify(
+            "Quitting once the write is done (q again closes the app now; the program ends "
+            "when the write has).",
+            title="Finishing a write",
+        )
 
     def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False) -> Any:
         """A dialog's answer is not acted on once the app is shutting down (quit, or the end of
@@ -1016,7 +1039,8 @@ class MemoryApp(App[None]):
                 done(result)  # type: ignore[arg-type]
             self._status()
             if self._quit_due and error is not None:
-                self._quit_due = False  # the error (or the form's merge) is for the reviewer
+                # The error (or the form's merge) is for the reviewer.
+                self._quit_due = self._quit_said = False
                 self.notify(
                     "Not quitting: a write failed (see why); q quits.",
                     title="Still open",

@@ -148,6 +148,23 @@ async def test_keys_typed_behind_enter_in_the_batch_reason_dialog_go_to_the_app(
     assert [current(home, ws, rid).governance.reviewNote for rid in marked] == ["both fine"] * 2
 
 
+async def test_quit_typed_behind_the_batch_reasons_enter_quits_once_both_are_verified(
+    fixture_home,
+):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "review", PROPOSAL)
+        table = app.pane("review").table
+        marked = table_keys(app, "review")[:2]
+        table.move_cursor_to_key(marked[0])
+        await pilot.press("space", "space", "v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the dialog")
+        burst(app, *"ok", "enter", "ctrl+q")
+        await wait_for(pilot, lambda: app.return_code is not None, what="the quit")
+    assert [current(home, ws, rid).governance.reviewNote for rid in marked] == ["ok"] * 2
+
+
 async def test_the_question_names_the_record_and_moving_away_drops_it(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)

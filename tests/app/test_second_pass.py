@@ -268,22 +268,38 @@ async def test_q_while_a_write_waits_on_a_lock_quits_once_it_is_written(fixture_
     assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
 
 
-async def test_q_while_a_write_waits_on_a_lock_stays_open_when_the_write_fails(fixture_home):
+async def test_q_while_a_write_waits_on_a_lock_stays_open_when_the_write_fails(
+    fixture_home, tmp_path
+):
+    """The write q waits for is refused once the lock is free: the file became a symlink
+    meanwhile. The app stays open with that error; q then quits."""
     home, ws = fixture_home
-    app = MemoryApp(MemoryStore.open(home, ws, "alice", lock_timeout_s=1), watch=False)
+    app = _patient_app(home, ws)
+    data = app.store.file_for("project").path
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", PROPOSAL)
         async with _verify_behind_a_held_lock(pilot, app):
             await pilot.press("q")
             await wait_for(
                 pilot,
-                lambda: any(n.title == "Still open" for n in app._notifications),
-                what="the app saying it stays open",
+                lambda: any(n.title == "Finishing a write" for n in app._notifications),
+                what="the app saying it finishes the write",
             )
-            assert any("LOCK" in (n.title or "") for n in app._notifications)
-            assert app.return_code is None
+            elsewhere = tmp_path / "elsewhere.jsonl"
+            elsewhere.write_bytes(data.read_bytes())
+            data.unlink()
+            data.symlink_to(elsewhere)
+        await wait_for(
+            pilot,
+            lambda: any(n.title == "Still open" for n in app._notifications),
+            what="the app saying it stays open",
+        )
+        assert any("UNSAFE_PATH" in (n.title or "") for n in app._notifications)
+        assert app.return_code is None
         await pilot.press("q")
         await wait_for(pilot, lambda: app.return_code is not None, what="the quit")
+    data.unlink()
+    data.write_bytes(elsewhere.read_bytes())
     assert current(home, ws, PROPOSAL).governance.verification is Verification.UNVERIFIED
 
 

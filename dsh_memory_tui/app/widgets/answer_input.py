@@ -1,10 +1,10 @@
 """A one-line answer box (a verify's or reject's reason) that answers in the order keys came.
 
 As bindings, Enter and Escape would run only once the key had bubbled up to the app, after the
-keys typed behind them (tmux, a paste, a laggy ssh link) had been typed into the box: "looks
-right", Enter, "q" saved the reason "looks rightq" and did not quit. Here Enter answers with the
-text before it and Escape cancels, at once; a key that reaches the box after its answer was
-forwarded to it before the focus moved on, and goes to the app, in order.
+keys typed behind them (tmux sending several at once, a laggy ssh link) had been typed into the
+box: "looks right", Enter, "q" saved the reason "looks rightq" and did not quit. Here Enter
+answers with the text before it and Escape cancels, at once; a key that reaches the box after
+its answer was forwarded to it before the focus moved on, and goes to the app, in order.
 """
 
 from __future__ import annotations
@@ -28,19 +28,20 @@ class AnswerInput(Input):
         self._answer, self._is_open = answer, is_open
 
     async def _on_key(self, event: events.Key) -> None:
+        # Input's own _on_key runs after this one (Textual calls each class's handler) unless
+        # the default is prevented here.
         if not self._is_open():
-            event.stop()
-            event.prevent_default()
-            if self.app.focused is self:  # the focus has not moved on yet: after a frame
-                self.call_after_refresh(self._to_app, event.key, event.character)
-            else:
-                self._to_app(event.key, event.character)
+            self._to_app(event)
         elif event.key in ("enter", "escape"):
             event.stop()
             event.prevent_default()
             self._answer(self.value.strip() if event.key == "enter" else None)
-        else:
-            await super()._on_key(event)
 
-    def _to_app(self, key: str, character: str | None) -> None:
-        self.app.post_message(events.Key(key, character))
+    def _to_app(self, event: events.Key) -> None:
+        """``event`` came after the answer: not this box's. The app gets it as a new key, and
+        forwards it to what has the focus now (never this closed box again)."""
+        event.stop()
+        event.prevent_default()
+        if self.app.focused is self:
+            self.screen.set_focus(None)
+        self.app.post_message(events.Key(event.key, event.character))
