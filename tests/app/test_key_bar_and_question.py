@@ -124,16 +124,23 @@ async def test_keys_typed_behind_enter_in_the_reason_box_go_to_the_app(fixture_h
     assert current(home, ws, PROPOSAL).governance.reviewNote == "looks right"
 
 
+async def _batch_reason_asked(pilot, app) -> list[str]:
+    """The review queue's first two rows marked and ``v`` pressed: the batch's reason dialog
+    is up. Returns the marked ids."""
+    await select(pilot, app, "review", PROPOSAL)
+    table = app.pane("review").table
+    marked = table_keys(app, "review")[:2]
+    table.move_cursor_to_key(marked[0])
+    await pilot.press("space", "space", "v")
+    await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the dialog")
+    return marked
+
+
 async def test_keys_typed_behind_enter_in_the_batch_reason_dialog_go_to_the_app(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await select(pilot, app, "review", PROPOSAL)
-        table = app.pane("review").table
-        marked = table_keys(app, "review")[:2]
-        table.move_cursor_to_key(marked[0])
-        await pilot.press("space", "space", "v")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the dialog")
+        marked = await _batch_reason_asked(pilot, app)
         await pilot.press(*"both")
         burst(app, *" fine", "enter", "?")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
@@ -154,12 +161,7 @@ async def test_quit_typed_behind_the_batch_reasons_enter_quits_once_both_are_ver
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
-        await select(pilot, app, "review", PROPOSAL)
-        table = app.pane("review").table
-        marked = table_keys(app, "review")[:2]
-        table.move_cursor_to_key(marked[0])
-        await pilot.press("space", "space", "v")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the dialog")
+        marked = await _batch_reason_asked(pilot, app)
         burst(app, *"ok", "enter", "ctrl+q")
         await wait_for(pilot, lambda: app.return_code is not None, what="the quit")
     assert [current(home, ws, rid).governance.reviewNote for rid in marked] == ["ok"] * 2

@@ -251,18 +251,23 @@ async def test_a_held_lock_does_not_freeze_the_app(fixture_home):
     assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
 
 
+async def _quit_while_it_writes(pilot, app: MemoryApp) -> None:
+    """q while a write waits: the app says it finishes the write first."""
+    await pilot.press("q")
+    await wait_for(
+        pilot,
+        lambda: any(n.title == "Finishing a write" for n in app._notifications),
+        what="the app saying it finishes the write",
+    )
+
+
 async def test_q_while_a_write_waits_on_a_lock_quits_once_it_is_written(fixture_home):
     home, ws = fixture_home
     app = _patient_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", PROPOSAL)
         async with _verify_behind_a_held_lock(pilot, app):
-            await pilot.press("q")
-            await wait_for(
-                pilot,
-                lambda: any(n.title == "Finishing a write" for n in app._notifications),
-                what="the app saying it finishes the write",
-            )
+            await _quit_while_it_writes(pilot, app)
             assert app.return_code is None  # still running, still waiting on the lock
         await wait_for(pilot, lambda: app.return_code is not None, what="the quit")
     assert current(home, ws, PROPOSAL).governance.verification is Verification.VERIFIED
@@ -279,16 +284,8 @@ async def test_q_while_a_write_waits_on_a_lock_stays_open_when_the_write_fails(
     async with app.run_test(size=SIZE) as pilot:
         await select(pilot, app, "project", PROPOSAL)
         async with _verify_behind_a_held_lock(pilot, app):
-            await pilot.press("q")
-            await wait_for(
-                pilot,
-                lambda: any(n.title == "Finishing a write" for n in app._notifications),
-                what="the app saying it finishes the write",
-            )
-            elsewhere = tmp_path / "elsewhere.jsonl"
-            elsewhere.write_bytes(data.read_bytes())
-            data.unlink()
-            data.symlink_to(elsewhere)
+            await _quit_while_it_writes(pilot, app)
+            elsewhere = _symlinked_records(ws, tmp_path).resolve()
         await wait_for(
             pilot,
             lambda: any(n.title == "Still open" for n in app._notifications),
