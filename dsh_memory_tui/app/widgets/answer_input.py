@@ -32,10 +32,16 @@ class AnswerInput(Input):
         # the default is prevented here.
         if not self._is_open():
             self._to_app(event)
-        elif event.key in ("enter", "escape"):
+        elif self.answers(event.key):
             event.stop()
             event.prevent_default()
-            self._answer(self.value.strip() if event.key == "enter" else None)
+
+    def answers(self, key: str) -> bool:
+        """Enter answers with the text, Escape cancels (True); any other key does not."""
+        if key not in ("enter", "escape"):
+            return False
+        self._answer(self.value.strip() if key == "enter" else None)
+        return True
 
     def _to_app(self, event: events.Key) -> None:
         """``event`` came after the answer: not this box's. The app gets it as a new key, and

@@ -83,8 +83,7 @@ class AskBar(Horizontal):
         question took the focus): a printable one is typed into the question, Enter and
         Escape answer it, in the order the keys came; False for others."""
         box = self.query_one(ReasonInput)
-        if event.key in ("enter", "escape"):
-            self.answer(box.value.strip() if event.key == "enter" else None)
+        if box.answers(event.key):
             return True
         char = event.character
         if char is None or not char.isprintable():
