@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from interop.corpus import install_tree, make_case_dirs, scope_key_sha16
+from interop.corpus import CORPUS, install_tree, make_case_dirs, scope_key_sha16
 
 from dsh_memory_tui.store import MemoryStore
 
@@ -32,6 +32,15 @@ CLI_TIMEOUT_S = 60
 
 
 FIXTURE_SESSION = ("session-abc", None)  # its root: the copy's workspace rootId
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The host corpus is what the interop tests check against: without it, one clear line."""
+    if not CORPUS.is_dir():
+        raise pytest.UsageError(
+            f"the host corpus is not at {CORPUS}: clone the project beside its shared/ folder "
+            "or set DSH_SHARED_DIR to that folder"
+        )
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ placeholders for the paths and ids of the machine that generated it (see its REA
 home and workspace, and ``write_validation_case`` writes one ``validation.jsonl`` case's file.
 
 ``SHARED`` is ``$DSH_SHARED_DIR`` when set, else the ``shared`` folder beside the repository
-clone (``<x>/main`` and ``<x>/shared``).
+clone (``<x>/main`` and ``<x>/shared``), else the one beside the checkout this clone was made
+from when that is a local folder (``git clone . "$(mktemp -d)"``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,37 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("DSH_SHARED_DIR") or REPO_ROOT.parent / "shared")
+
+
+def _shared_dir() -> Path:
+    if os.environ.get("DSH_SHARED_DIR"):
+        return Path(os.environ["DSH_SHARED_DIR"])
+    beside = REPO_ROOT.parent / "shared"
+    if beside.is_dir():
+        return beside
+    try:  # a clone of a local checkout: the shared folder beside that one
+        origin = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "config", "--get", "remote.origin.url"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        origin = ""
+    if origin and "://" not in origin and ":" not in origin.split("/")[0]:
+        there = Path(origin).resolve().parent / "shared"
+        if there.is_dir():
+            return there
+    return beside
+
+
+SHARED = _shared_dir()
 CORPUS = SHARED / "host-corpus"
 STORES = CORPUS / "stores"
 AUTOWRITER = CORPUS / "autowriter"
