@@ -38,8 +38,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """The host corpus is what the interop tests check against: without it, one clear line."""
     if not CORPUS.is_dir():
         raise pytest.UsageError(
-            f"the host corpus is not at {CORPUS}: clone the project beside its shared/ folder "
-            "or set DSH_SHARED_DIR to that folder"
+            f"the host corpus is not at {CORPUS}: the checkout is incomplete (it is part of the "
+            "repository)"
         )
 
 

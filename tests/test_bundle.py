@@ -577,7 +577,7 @@ def test_a_byte_order_mark_is_accepted(empty_store: MemoryStore):
 
 
 # ------------------------------------------------------------------------- the host's bundles
-# ../shared/host-corpus/bundles: what the host's own export and import did.
+# tests/host-corpus/bundles: what the host's own export and import did.
 
 
 def test_our_export_of_the_hosts_store_is_the_hosts_export(tmp_path: Path):

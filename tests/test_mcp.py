@@ -147,7 +147,7 @@ def served_titles(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def host() -> HostHarness:
-    """The host's own code (``../shared/host-harness``), when it is built or buildable."""
+    """The host's own code (``tests/host-harness``), when it is built or buildable."""
     build = default_build_dir()
     if os.environ.get("DSH_HOST_SRC"):
         ensure_build(os.environ["DSH_HOST_SRC"], build)

@@ -1,4 +1,4 @@
-"""The host corpus (``../shared/host-corpus``) made usable in a test's temporary folders.
+"""The host corpus (``tests/host-corpus``) made usable in a test's temporary folders.
 
 Pure standard library; nothing here imports ``dsh_memory_tui``, so these helpers stay usable
 while the package is being rewritten. The corpus is data the TypeScript host wrote, with
@@ -6,9 +6,8 @@ placeholders for the paths and ids of the machine that generated it (see its REA
 ``substitute`` puts a case's own values back, ``install_*`` copies store trees into a case's
 home and workspace, and ``write_validation_case`` writes one ``validation.jsonl`` case's file.
 
-``SHARED`` is ``$DSH_SHARED_DIR`` when set, else the ``shared`` folder beside the repository
-clone (``<x>/main`` and ``<x>/shared``), else the one beside the checkout this clone was made
-from when that is a local folder (``git clone . "$(mktemp -d)"``).
+The corpus lives in the repository (``tests/host-corpus``, copied from the team's shared folder;
+its README names the host commit that produced it), so a clone anywhere runs these tests.
 """
 
 from __future__ import annotations
@@ -17,38 +16,14 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _shared_dir() -> Path:
-    if os.environ.get("DSH_SHARED_DIR"):
-        return Path(os.environ["DSH_SHARED_DIR"])
-    beside = REPO_ROOT.parent / "shared"
-    if beside.is_dir():
-        return beside
-    try:  # a clone of a local checkout: the shared folder beside that one
-        origin = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "config", "--get", "remote.origin.url"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        origin = ""
-    if origin and "://" not in origin and ":" not in origin.split("/")[0]:
-        there = Path(origin).resolve().parent / "shared"
-        if there.is_dir():
-            return there
-    return beside
-
-
-SHARED = _shared_dir()
-CORPUS = SHARED / "host-corpus"
+TESTS = Path(__file__).resolve().parents[1]
+REPO_ROOT = TESTS.parent
+CORPUS = TESTS / "host-corpus"
+HARNESS = TESTS / "host-harness"
 STORES = CORPUS / "stores"
 AUTOWRITER = CORPUS / "autowriter"
 BUNDLES = CORPUS / "bundles"

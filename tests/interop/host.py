@@ -1,4 +1,4 @@
-"""A thin runner of the real host's code: ``node ../shared/host-harness/host.mjs``.
+"""A thin runner of the real host's code: ``node tests/host-harness/host.mjs``.
 
 Used only when ``DSH_HOST_SRC`` names the host plugin's git dir (the ``host`` fixture of
 ``conftest.py`` skips otherwise). ``ensure_build`` runs the harness's ``build.sh`` once when the
@@ -14,9 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .corpus import SHARED
+from .corpus import HARNESS
 
-HARNESS = SHARED / "host-harness"
 HOST_MJS = HARNESS / "host.mjs"
 BUILD_SH = HARNESS / "build.sh"
 RUN_TIMEOUT_S = 120.0
