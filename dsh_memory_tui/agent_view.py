@@ -221,11 +221,13 @@ def _scope_arg(audience: Audience, scope: Scope | str | None) -> tuple[Scope, ..
         ) from None
     if wanted not in served:
         why = (
-            "shared-project memory is served only when the server runs with --include-shared"
+            "this server was started without --include-shared "
+            "(restart it as `dsh-memory mcp --include-shared` to serve verified shared-project "
+            "records)"
             if wanted is Scope.SHARED
             else "there is no session"
         )
-        raise StoreError(ErrorCode.INVALID_RECORD, f"scope {wanted.value} is not served: {why}")
+        raise StoreError(ErrorCode.SCOPE_NOT_SERVED, f"scope {wanted.value} is not served: {why}")
     return (wanted,)
 
 
@@ -264,7 +266,8 @@ def served_records(
     Without ``query``: pinned first, then the host's list order (newest update first, then
     id). With ``query``: only records the host's ``recordRank`` matches, best rank first,
     pinned first among equals, then the host's order (newest update, latest use, id).
-    ``StoreError(INVALID_RECORD)`` for a bad query, scope or type. ``cache``: a
+    ``StoreError(INVALID_RECORD)`` for a bad query, scope or type,
+    ``StoreError(SCOPE_NOT_SERVED)`` for a scope this audience is not served. ``cache``: a
     ``ServeCache`` kept between calls (a server's), so unchanged files are not filtered
     again and each record's text is lower-cased once.
     """

@@ -28,6 +28,7 @@ class ErrorCode(StrEnum):
     BUNDLE_INVALID = "BUNDLE_INVALID"
     MISSING_EXTRA = "MISSING_EXTRA"
     USAGE = "USAGE"
+    SCOPE_NOT_SERVED = "SCOPE_NOT_SERVED"
 
 
 class StoreError(Exception):

@@ -1,6 +1,7 @@
 """``dsh-memory mcp``: a stdio MCP server through which any agent proposes memory and reads back
 only what a human verified (SPEC 1, 6; issue 14). Built on the official Python SDK, 2.x
-(``mcp.server.mcpserver.MCPServer``), an optional extra: ``pip install 'dsh-memory-tui[mcp]'``.
+(``mcp.server.mcpserver.MCPServer``), an optional extra: ``pip install 'mcp>=2.3,<3'``
+(or ``pip install -e '.[mcp]'`` in a clone).
 
 Tools:
 
@@ -47,6 +48,9 @@ log = logging.getLogger(__name__)
 SERVER_NAME = "dsh-memory"
 EXTRA = "dsh-memory-tui[mcp]"
 SDK_REQUIREMENT = "mcp>=2.3,<3"
+# What the extra installs, as a command that works in any environment: from a clone (where
+# the package is not on an index) as well as after `pip install dsh-memory-tui`.
+INSTALL_HINT = f"pip install '{SDK_REQUIREMENT}'"
 PROPOSE_TOOL = "workspace_memory_propose"
 SEARCH_TOOL = "workspace_memory_search"
 LIST_TOOL = "workspace_memory_list"
@@ -94,8 +98,8 @@ def missing_extra(detail: str = "") -> StoreError:
     why = f" ({detail})" if detail else ""
     return StoreError(
         ErrorCode.MISSING_EXTRA,
-        f"dsh-memory mcp needs the optional extra {EXTRA} ({SDK_REQUIREMENT}){why}: "
-        f"pip install '{EXTRA}'",
+        f"dsh-memory mcp needs the MCP Python SDK ({SDK_REQUIREMENT}, the optional extra "
+        f"{EXTRA}){why}: {INSTALL_HINT}",
     )
 
 

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from interop.host import HostHarness, default_build_dir, ensure_build, is_built
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from dsh_memory_tui import agent_view as av
+from dsh_memory_tui.mcp import INSTALL_HINT
 from dsh_memory_tui.model import (
     Location,
     Provenance,
@@ -547,6 +549,21 @@ async def test_records_an_agent_may_not_use_are_never_served(dirs):
     assert error and "--include-shared" in why
 
 
+async def test_a_shared_scope_without_include_shared_is_scope_not_served_naming_the_flag(dirs):
+    home, workspace = dirs
+    never_served_store(home, workspace)
+    async with client(home, workspace, "--session", SESSION) as session:
+        answers = [
+            await call(session, "workspace_memory_search", query="marker", scope="shared-project"),
+            await call(session, "workspace_memory_list", scope="shared"),
+        ]
+    for error, why in answers:
+        assert error
+        assert "error[SCOPE_NOT_SERVED]: scope shared-project is not served" in why
+        assert "dsh-memory mcp --include-shared" in why
+        assert "INVALID_RECORD" not in why
+
+
 async def test_include_shared_serves_verified_shared_records(dirs):
     home, workspace = dirs
     ids = never_served_store(home, workspace)
@@ -829,6 +846,19 @@ def test_without_the_sdk_mcp_is_a_one_line_error_naming_the_extra(dirs):
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error[MISSING_EXTRA]: ")
     assert "dsh-memory-tui[mcp]" in done.stderr
+    assert done.stderr.rstrip().endswith(f": {INSTALL_HINT}")
+
+
+def test_the_install_command_installs_exactly_the_extras_requirement_from_anywhere():
+    # `pip install 'dsh-memory-tui[mcp]'` fails from a clone (the package is on no index):
+    # the hint names the extra's own requirement, which pip resolves in any environment.
+    extra = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["mcp"]
+    assert f"pip install '{extra[0]}'" == INSTALL_HINT and len(extra) == 1
+    docs = (REPO_ROOT / "docs/mcp.md").read_text()
+    assert INSTALL_HINT in docs
+    assert "pip install 'dsh-memory-tui[mcp]'" not in docs
 
 
 def test_mcp_usage_errors_exit_2(dirs):
