@@ -353,16 +353,20 @@ class AutoWriter:
 
     # ----------------------------------------------------------------- taking results
 
-    def on_tool_result(self, event: dict[str, Any] | str | bytes) -> None:
+    def on_tool_result(self, event: dict[str, Any] | str | bytes) -> str | None:
         """Take one tool result (an object, or its JSON text). Never raises: a malformed
-        result, or one whose cwd does not exist, is skipped with a debug line.
+        result, or one whose cwd does not exist, is skipped with a debug line. Returns why a
+        result was skipped as malformed (None when it was taken, or skipped for its cwd).
         """
         try:
             self._take(event)
         except MalformedEvent as exc:
             log.debug("auto-writer: skipped a malformed tool result: %s", exc.reason)
+            return exc.reason
         except Exception as exc:  # nothing reaches the host
             log.debug("auto-writer: skipped a tool result: %s: %s", type(exc).__name__, exc)
+            return f"{type(exc).__name__}: {exc}"
+        return None
 
     def _take(self, event: dict[str, Any] | str | bytes) -> None:
         obj = _as_object(event)
@@ -616,14 +620,22 @@ class StopSignals:
             self._waiting = False
 
 
+# Called with (line number, why) for each input line skipped as malformed.
+SkipReport = Callable[[int, str], None]
+
+
 class _LineFeed:
     """Splits bytes into lines for the writer; a last line without a newline waits for more,
-    up to ``MAX_EVENT_BYTES``: past that the line is skipped up to its newline, unbuffered."""
+    up to ``MAX_EVENT_BYTES``: past that the line is skipped up to its newline, unbuffered.
+    Counts the lines, so that each one skipped as malformed is reported by its number.
+    """
 
-    def __init__(self, writer: AutoWriter) -> None:
+    def __init__(self, writer: AutoWriter, on_skip: SkipReport | None = None) -> None:
         self.writer = writer
+        self.on_skip = on_skip
         self.rest = b""
         self.skipping = False  # inside a line too long to take
+        self.line_no = 0  # lines taken in so far (the next one is line_no + 1)
 
     def feed(self, data: bytes) -> None:
         if self.skipping:
@@ -635,50 +647,68 @@ class _LineFeed:
         data = self.rest + data
         end = data.rfind(b"\n") + 1
         self.rest = data[end:]
+        self.lines(data[:end].split(b"\n")[:-1])
         if len(self.rest) > MAX_EVENT_BYTES:
             log.debug("auto-writer: skipped a tool result longer than %d bytes", MAX_EVENT_BYTES)
             self.rest = b""
             self.skipping = True
-        self.lines(data[:end].split(b"\n"))
+            self.line_no += 1
+            self._skipped(f"longer than {MAX_EVENT_BYTES} bytes")
 
     def lines(self, lines: list[bytes]) -> None:
         take = self.writer.on_tool_result
         for line in lines:
+            self.line_no += 1
             if line.strip():
-                take(line)
+                why = take(line)
+                if why is not None:
+                    self._skipped(why)
+
+    def _skipped(self, why: str) -> None:
+        if self.on_skip is not None:
+            self.on_skip(self.line_no, why)
 
     def finish(self) -> None:
         """At the end of the input its last line is complete, newline or not."""
         rest, self.rest = self.rest, b""
-        if not self.skipping:
+        if not self.skipping and rest:
             self.lines([rest])
         self.skipping = False
 
 
-def run_events(store: MemoryStore, events: str | None, *, follow: bool) -> int:
+def run_events(
+    store: MemoryStore,
+    events: str | None,
+    *,
+    follow: bool,
+    on_skip: SkipReport | None = None,
+) -> int:
     """``dsh-memory auto-write``: tool results as JSON lines from ``events`` (stdin when None),
     following the file as it grows with ``follow``. Pending digests are written before it
     returns: at the end of the input, or on SIGINT or SIGTERM (after taking in what was already
     there). Returns the number of digests written.
 
-    Store failures and malformed lines are skipped silently (debug log). An events file or
-    directory that does not exist is ``USAGE``; an unreadable one ``READ_FAILED``.
+    Each line skipped as malformed is reported to ``on_skip`` (its number, why) as it is read;
+    store failures are skipped silently (debug log). An events file or directory that does not
+    exist is ``USAGE``; an unreadable one ``READ_FAILED``.
     """
     writer = AutoWriter(store)
     with StopSignals() as stop:
         try:
             if events is None:
-                _read_stream(writer, 0, stop)
+                _read_stream(writer, 0, stop, on_skip)
             elif follow:
-                _follow_file(writer, Path(events), stop)
+                _follow_file(writer, Path(events), stop, on_skip)
             else:
-                _read_file(writer, Path(events), stop)
+                _read_file(writer, Path(events), stop, on_skip)
         finally:
             writer.flush_all()
     return writer.written
 
 
-def _read_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
+def _read_file(
+    writer: AutoWriter, path: Path, stop: StopSignals, on_skip: SkipReport | None = None
+) -> None:
     """A whole file: every result first, then the digests (the same file, the same digests).
 
     Only a regular file: opened without blocking (a FIFO with no writer would hang ``open``
@@ -691,7 +721,7 @@ def _read_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
         raise StoreError(ErrorCode.USAGE, f"{path}: no such events file") from None
     except OSError as exc:
         raise StoreError(ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror}") from None
-    feed = _LineFeed(writer)
+    feed = _LineFeed(writer, on_skip)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise StoreError(
@@ -711,7 +741,9 @@ def _read_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
         os.close(fd)
 
 
-def _read_stream(writer: AutoWriter, fd: int, stop: StopSignals) -> None:
+def _read_stream(
+    writer: AutoWriter, fd: int, stop: StopSignals, on_skip: SkipReport | None = None
+) -> None:
     """Standard input: a regular file is read whole like ``--events``; a pipe or terminal is
     live, each session's digest written ``debounce_s`` after its last result.
     """
@@ -719,7 +751,7 @@ def _read_stream(writer: AutoWriter, fd: int, stop: StopSignals) -> None:
         regular = stat.S_ISREG(os.fstat(fd).st_mode)
     except OSError:
         return  # no standard input at all
-    feed = _LineFeed(writer)
+    feed = _LineFeed(writer, on_skip)
     try:
         while not stop.requested:
             if regular:
@@ -799,7 +831,9 @@ _WATCHED_RECHECK_S = 1.0
 _POLL_S = 0.05
 
 
-def _follow_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
+def _follow_file(
+    writer: AutoWriter, path: Path, stop: StopSignals, on_skip: SkipReport | None = None
+) -> None:
     """``--follow``: read the file from its start, then what is appended to it, waking on a
     watchfiles change or when the next digest falls due. A file replaced or cut shorter is
     read anew from its start.
@@ -808,7 +842,7 @@ def _follow_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
     if not path.parent.is_dir():
         raise StoreError(ErrorCode.USAGE, f"{path.parent}: no such directory for the events file")
     reader = TailReader(path)
-    feed = _LineFeed(writer)
+    feed = _LineFeed(writer, on_skip)
     changed = threading.Event()
     watcher = _DirectoryWatch(path.parent, path.name, changed)
     watcher.start()
@@ -819,6 +853,7 @@ def _follow_file(writer: AutoWriter, path: Path, stop: StopSignals) -> None:
             chunk = reader.read_new()
             if chunk.reset and started:
                 log.debug("auto-writer: %s was replaced or cut; reading it from its start", path)
+                feed.line_no = 0
             started = started or chunk.exists
             feed.lines(chunk.lines)
             writer.flush_due()

@@ -512,6 +512,9 @@ def _read_file(path: Path) -> bytes:
     # read (O_NONBLOCK, then the regular-file check), and a huge file is refused before reading.
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        # As every file a command names (auto-write's events, export's directory): exit 2.
+        raise StoreError(ErrorCode.USAGE, f"{path}: no such bundle file") from None
     except OSError as exc:
         raise _invalid(f"{path}: cannot read it: {exc.strerror}") from None
     try:
@@ -909,7 +912,8 @@ def plan_import(
     10,000 records, found before the records are built; not UTF-8; JSON: not a JSON object,
     schemaVersion not the number 1, ``records`` not a list, nested deeper than 64 levels;
     Markdown: no ``# title`` section);
-    USAGE for a session target without ``session`` or an unknown ``fmt``; UNSAFE_PATH or
+    USAGE for a session target without ``session``, an unknown ``fmt`` or a bundle file that
+    does not exist; UNSAFE_PATH or
     READ_FAILED when the target file cannot be read.
     """
     if fmt is not None and fmt not in FORMATS:

@@ -362,7 +362,18 @@ def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
 def cmd_auto_write(store: MemoryStore, args: argparse.Namespace) -> int:
     from .autowriter import run_events
 
-    run_events(store, args.events, follow=args.follow)
+    skipped: list[int] = []
+
+    def report(line_no: int, why: str) -> None:
+        skipped.append(line_no)
+        print(f"warning: events line {line_no} skipped: {visible(why)}", file=sys.stderr)
+
+    run_events(store, args.events, follow=args.follow, on_skip=report)
+    if skipped:
+        raise StoreError(
+            ErrorCode.INVALID_EVENT,
+            f"{len(skipped)} events line(s) skipped as malformed (the others were taken)",
+        )
     return 0
 
 

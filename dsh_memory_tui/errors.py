@@ -29,6 +29,7 @@ class ErrorCode(StrEnum):
     MISSING_EXTRA = "MISSING_EXTRA"
     USAGE = "USAGE"
     SCOPE_NOT_SERVED = "SCOPE_NOT_SERVED"
+    INVALID_EVENT = "INVALID_EVENT"
 
 
 class StoreError(Exception):

@@ -789,7 +789,7 @@ def test_cli_rerun_of_the_same_events_writes_no_line(home: Path, workspace: Path
     assert session_path(home, "session-abc", root_id(workspace)).read_bytes() == before
 
 
-def test_cli_failures_are_silent_malformed_lines_and_bad_cwd(
+def test_cli_names_each_malformed_line_and_exits_1_a_missing_cwd_is_silent(
     home: Path, workspace: Path, tmp_path: Path
 ) -> None:
     lines = [
@@ -802,9 +802,20 @@ def test_cli_failures_are_silent_malformed_lines_and_bad_cwd(
         json.dumps(event(2, "not/absolute", ("a.txt", "create"))),
         '{"sessionId": "s1", "rootId": "r1", "seq": 3, "cwd": "/", "ok": true, "files": [{"path"',
     ]
+    lines.append(json.dumps(event(4, workspace, ("kept.md", "create"))))
     result = run_cli(home, workspace, "auto-write", input="\n".join(lines))
-    _no_noise(result)
-    assert not session_path(home).exists()
+    assert result.returncode == 1, result.stderr
+    *warnings, last = result.stderr.splitlines()
+    # Line 6 (its cwd is gone, as a deleted worktree's) is the host's case, skipped quietly.
+    assert [w.split(" skipped: ")[0] for w in warnings] == [
+        f"warning: events line {n}" for n in (1, 2, 3, 4, 5, 7, 8)
+    ]
+    assert "warning: events line 7 skipped: cwd 'not/absolute' is not an absolute path" in warnings
+    assert last == (
+        "error[INVALID_EVENT]: 7 events line(s) skipped as malformed (the others were taken)"
+    )
+    [line] = session_lines(home)  # the good line after them was taken
+    assert "kept.md" in line["content"]
 
 
 @pytest.mark.parametrize("failure", ["no-store", "read-only", "damaged", "lock-timeout"])
@@ -951,7 +962,11 @@ def test_a_line_over_1_mib_is_skipped_and_the_next_one_taken(
             timeout=WAIT_S,
             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         )
-    assert result.returncode == 0 and not result.stderr
+    stderr = result.stderr if isinstance(result.stderr, str) else result.stderr.decode()
+    assert result.returncode == 1
+    assert stderr.splitlines()[:2] == [
+        f"warning: events line {n} skipped: longer than {MAX_EVENT_BYTES} bytes" for n in (1, 3)
+    ]
     [line] = session_lines(home)
     assert (
         line["content"].startswith("Files touched: 1 (1 created") and "after.md" in line["content"]

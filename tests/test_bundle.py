@@ -709,15 +709,34 @@ def test_a_bundle_over_8_mib_is_refused_before_reading(empty_store: MemoryStore,
     assert "larger than the 8 MiB a bundle may have" in bundle_error(empty_store, huge)
 
 
-def test_a_missing_or_special_file_is_refused(empty_store: MemoryStore, tmp_path: Path):
-    assert "cannot read it" in bundle_error(empty_store, tmp_path / "nope.json")
+def test_a_special_file_is_refused(empty_store: MemoryStore, tmp_path: Path):
     assert "not a regular file" in bundle_error(empty_store, tmp_path)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert "not a regular file" in bundle_error(empty_store, fifo)
 
 
+def test_a_missing_bundle_is_a_usage_error_as_a_missing_events_file_is(
+    empty_store: MemoryStore, tmp_path: Path
+):
+    with pytest.raises(StoreError) as info:
+        plan_import(empty_store, tmp_path / "nope.json", "project")
+    assert info.value.code == "USAGE"
+    assert info.value.message == f"{tmp_path / 'nope.json'}: no such bundle file"
+
+
 # ------------------------------------------------------------------------- command line
+
+
+def test_a_missing_file_exits_2_for_import_and_auto_write_alike(
+    fixture_home: tuple[Path, Path], tmp_path: Path
+):
+    home, workspace = fixture_home
+    missing = str(tmp_path / "nope.json")
+    for command in (("import", missing, "--scope", "project"), ("auto-write", "--events", missing)):
+        done = run_cli(home, workspace, *command)
+        assert done.returncode == 2, command
+        assert done.stderr.startswith(f"error[USAGE]: {missing}: no such "), done.stderr
 
 
 def test_cli_export_then_import(fixture_home: tuple[Path, Path], tmp_path: Path):
