@@ -40,13 +40,16 @@ class UsageError(Exception):
     """A mistake in the command line: exit 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class UsageParser(argparse.ArgumentParser):
+    """A parser whose mistakes raise :class:`UsageError` (printed ``error[USAGE]: ...``, exit 2)
+    instead of argparse's own two lines; ``dsh-memory`` and ``dsh-memory-tui`` both use it."""
+
     def error(self, message: str) -> NoReturn:
         # The error first (one line, as every error), then the usage of the command it is in.
         raise UsageError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
 
 
-class _CommandParser(_Parser):
+class _CommandParser(UsageParser):
     """A command's parser whose arguments are added when it is first used. argparse checks
     each argument as it is added with a new help formatter (which asks for the terminal's
     size): that was most of building the parser, and a run uses one command of 23.
@@ -418,7 +421,7 @@ def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dsh-memory", description="Read and govern dsh workspace memory.")
+    parser = UsageParser(prog="dsh-memory", description="Read and govern dsh workspace memory.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_globals(parser, suppress=False)
     # Not required here: argparse would then say "COMMAND is required" for `dsh-memory

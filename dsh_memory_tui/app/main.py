@@ -9,13 +9,30 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..errors import StoreError
+from ..cli import UsageError, UsageParser
+from ..errors import ErrorCode, StoreError
 from ..paths import StorePaths
+from ..settings import Settings, load_settings, save_settings
+
+if TYPE_CHECKING:
+    from .app import MemoryApp
+
+
+def _theme(value: str) -> str:
+    from textual.theme import BUILTIN_THEMES
+
+    if value not in BUILTIN_THEMES:
+        raise argparse.ArgumentTypeError(
+            f"invalid theme {value!r} (choose from {', '.join(sorted(BUILTIN_THEMES))})"
+        )
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dsh-memory-tui", description="Review dsh workspace memory.")
+    p = UsageParser(prog="dsh-memory-tui", description="Review dsh workspace memory.")
     p.add_argument("--home", help="DSH_HOME (default: $DSH_HOME or ~/.dsh)")
     p.add_argument("--workspace", help="workspace root (default: the current directory)")
     p.add_argument("--user", help="acting user id (default: $DSH_USER_ID or the login name)")
@@ -26,11 +43,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="open a fresh demo store (with live appends) in a temporary directory",
     )
     p.add_argument("--no-watch", action="store_true", help="do not follow other processes' writes")
+    p.add_argument(
+        "--theme",
+        type=_theme,
+        help="the colour theme for this run (default: the one last chosen in the palette, "
+        "kept in DSH_HOME/dsh-memory-tui.json)",
+    )
     return p
 
 
+def apply_theme(app: MemoryApp, home: Path, theme: str | None) -> str:
+    """Give ``app`` the theme ``theme`` (``--theme``), else the one saved under ``home``;
+    returns the theme it starts with. A saved theme this Textual does not know is ignored."""
+    chosen = theme or load_settings(home).theme
+    if chosen is not None and chosen in app.available_themes:
+        app.theme = chosen
+    return app.theme
+
+
+def remember_theme(app: MemoryApp, home: Path, started: str) -> None:
+    """Save the theme chosen during the run (the palette's "Change theme"), if one was; a
+    failed save is one line on stderr, never a failed run."""
+    if app.theme == started:
+        return
+    try:
+        save_settings(home, Settings(theme=app.theme))
+    except StoreError as exc:
+        print(f"note: the theme is not remembered: {exc}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
     live: threading.Event | None = None
     try:
         if args.demo:
@@ -55,7 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # An unreadable or unsafe store is an error here, not a traceback; the app loads it.
         check_readable(store.files())
         app = MemoryApp(store, session=args.session, watch=not args.no_watch, demo=args.demo)
+        started = apply_theme(app, paths.home, args.theme)
         app.run()
+        remember_theme(app, paths.home, started)
         if app.startup_error is not None:
             raise app.startup_error
         if app.return_code:
