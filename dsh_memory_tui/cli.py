@@ -10,11 +10,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TextIO
 
 from . import __version__
 from .errors import ErrorCode, StoreError
+from .ids import short_ids
 from .model import Record, Scope, SourceRef, records_json
 from .present import (
     ADDED,
@@ -109,23 +110,81 @@ def _session(args: argparse.Namespace) -> Session | None:
 # ------------------------------------------------------------------------- printing
 
 
-def _table(rows: Sequence[Sequence[str]], headers: Sequence[str], out: TextIO) -> None:
+def _widths(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> list[int]:
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    return widths
+
+
+def _table(rows: Sequence[Sequence[str]], headers: Sequence[str], out: TextIO) -> None:
+    widths = _widths(rows, headers)
     fmt = "  ".join(f"{{:<{w}}}" for w in widths[:-1]) + "  {}"
     print(fmt.format(*headers).rstrip(), file=out)
     for row in rows:
         print(fmt.format(*row).rstrip(), file=out)
 
 
-def _print_records(records: Sequence[Record], out: TextIO) -> None:
+LIST_HEADERS = (
+    "ID",
+    "SCOPE",
+    "TYPE",
+    "STATUS",
+    "VERIFICATION",
+    "ORIGIN",
+    "REV",
+    "UPDATED",
+    "TITLE",
+)
+# Dropped in this order while a terminal is too narrow for the table (the title goes last).
+LIST_DROPPABLE = ("ORIGIN", "UPDATED", "SCOPE", "REV")
+MIN_TITLE = 12
+
+
+def _terminal_width(out: TextIO) -> int | None:
+    """The terminal's width when ``out`` is one (a pipe gets every column, whole)."""
+    try:
+        if not out.isatty():
+            return None
+        return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError):
+        return None
+
+
+def _fit(rows: list[list[str]], headers: list[str], width: int) -> None:
+    """Make the table at most ``width`` columns: drop columns of ``LIST_DROPPABLE``, then cut
+    the titles (the last column) with an ellipsis."""
+
+    def total() -> int:
+        return sum(_widths(rows, headers)) + 2 * (len(headers) - 1)
+
+    for name in LIST_DROPPABLE:
+        if total() - _widths(rows, headers)[-1] + MIN_TITLE <= width:
+            break
+        at = headers.index(name)
+        del headers[at]
+        for row in rows:
+            del row[at]
+    room = max(MIN_TITLE, width - (total() - _widths(rows, headers)[-1]))
+    for row in rows:
+        if len(row[-1]) > room:
+            row[-1] = row[-1][: room - 1] + "…"
+
+
+def _print_records(
+    records: Sequence[Record], out: TextIO, known_ids: Callable[[], Iterable[str]]
+) -> None:
+    """The records as a table. On a terminal it fits the width: short ids (each a unique
+    prefix among ``known_ids()``, which every command takes), then fewer columns, then cut
+    titles."""
     if not records:
         print("(no records)", file=out)
         return
-    rows = [
-        (
-            visible(r.id),
+    width = _terminal_width(out)
+
+    def row(r: Record, rid: str) -> list[str]:
+        return [
+            visible(rid),
             r.scope.value,
             r.type.value,
             r.status.value,
@@ -134,14 +193,15 @@ def _print_records(records: Sequence[Record], out: TextIO) -> None:
             str(r.governance.revision),
             when(r.updatedAt),
             visible(r.title[:60]),
-        )
-        for r in records
-    ]
-    _table(
-        rows,
-        ("ID", "SCOPE", "TYPE", "STATUS", "VERIFICATION", "ORIGIN", "REV", "UPDATED", "TITLE"),
-        out,
-    )
+        ]
+
+    rows = [row(r, r.id) for r in records]
+    headers = list(LIST_HEADERS)
+    if width is not None and sum(_widths(rows, headers)) + 2 * (len(headers) - 1) > width:
+        short = short_ids(known_ids())
+        rows = [row(r, short.get(r.id, r.id)) for r in records]
+        _fit(rows, headers, width)
+    _table(rows, headers, out)
 
 
 def _print_record(
@@ -177,7 +237,7 @@ def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
         # What _dump prints, serialized in Rust.
         sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
     else:
-        _print_records(records, sys.stdout)
+        _print_records(records, sys.stdout, store.known_ids)
     return 0
 
 
@@ -607,6 +667,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "follow", False) and not args.events:
             raise UsageError("--follow needs --events FILE")
         store = MemoryStore.open(args.home, args.workspace, args.user)
+        if getattr(args, "id", None) is not None:
+            args.id = store.resolve_id(args.id)  # a unique prefix stands for the whole id
         return args.func(store, args)
     except UsageError as exc:
         print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)

@@ -30,6 +30,7 @@ class ErrorCode(StrEnum):
     USAGE = "USAGE"
     SCOPE_NOT_SERVED = "SCOPE_NOT_SERVED"
     INVALID_EVENT = "INVALID_EVENT"
+    AMBIGUOUS_ID = "AMBIGUOUS_ID"
 
 
 class StoreError(Exception):

@@ -18,6 +18,7 @@ from ..governance import (
     keep_plan,
     transition,
 )
+from ..ids import MAX_NAMED, candidates
 from ..model import (
     MAX_SOURCE_REFS,
     Location,
@@ -40,6 +41,7 @@ from ..model import (
     sha256_hex,
 )
 from ..paths import StoreFile, StorePaths, lock_timeout
+from ..present import visible
 from . import maintenance, writer
 from .view import FileChange, FileView
 from .writer import CompactResult
@@ -256,6 +258,34 @@ class MemoryStore:
 
     def get(self, record_id: str) -> Record:
         return self.locate(record_id)[1]
+
+    def known_ids(self) -> list[str]:
+        """Every id this user's store holds: each file's current records (forgotten ones too)
+        and its newer-schema lines."""
+        out: list[str] = []
+        for view in self.views():
+            out += view.current
+            out += (line.id for line in view.future if line.id is not None)
+        return out
+
+    def resolve_id(self, text: str) -> str:
+        """The id ``text`` stands for: the id itself, or a unique prefix of an id or of its last
+        ``:`` part (``ids.matches``). ``NOT_FOUND`` when none has it; ``AMBIGUOUS_ID`` naming
+        the candidates when several do."""
+        found = candidates(text, self.known_ids())
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise StoreError(
+                ErrorCode.NOT_FOUND, f"no record {visible(text)} for user {self.user_id}"
+            )
+        named = ", ".join(visible(rid) for rid in found[:MAX_NAMED]) + (
+            f" and {len(found) - MAX_NAMED} more" if len(found) > MAX_NAMED else ""
+        )
+        raise StoreError(
+            ErrorCode.AMBIGUOUS_ID,
+            f"{visible(text)} is the start of {len(found)} record ids: {named}; type more of it",
+        )
 
     def history(self, record_id: str) -> list[Record]:
         view, _ = self.locate(record_id)
