@@ -5,7 +5,8 @@ server (``mcp.py``) answers its search and list tools and its resources with it,
 "What the agent sees" view shows the same function's output, so a reviewer sees exactly what
 an agent would.
 
-A record is served only when it is active, verified by a human and not expired, of this
+A record is served only when it is active, verified by a human, not expired and every file it
+cites still holds the cited text (``eligible``), of this
 workspace's project file, this user's profile, the server's own session, and the shared-project
 file only when that was asked for. Unverified (proposals, imports, digests), rejected, stale,
 archived and forgotten records, other users' profiles, other sessions and other projects' lines
@@ -43,6 +44,7 @@ from .model import (
 )
 from .paths import StoreFile
 from .present import tags_text, when
+from .sources import Sources
 from .store import FileView, MemoryStore, Session
 
 MAX_RESULTS = 100  # the host's MEMORY_MAX_RESULTS
@@ -100,6 +102,13 @@ def is_served(record: Record, now: int) -> bool:
         and record.status is Status.ACTIVE
         and not is_expired(record, now)
     )
+
+
+def eligible(record: Record, now: int, sources: Sources) -> bool:
+    """Eligible to be served: ``is_served``, and every file it cites still holds the cited
+    text (``Sources.holds``: a changed or missing citation waits for re-review).
+    """
+    return is_served(record, now) and sources.holds(record)
 
 
 class Lowered(NamedTuple):
@@ -290,8 +299,12 @@ def served_records(
             served = cache.served(view, at)
         else:
             served = [r for r in view.current.values() if is_served(r, at)]
+        # Citations are checked at each request (a stat per cited file): code changes
+        # without any line of the store changing.
         records.extend(
-            served if wanted_type is None else [r for r in served if r.type is wanted_type]
+            r
+            for r in served
+            if (wanted_type is None or r.type is wanted_type) and store.sources.holds(r)
         )
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).
@@ -461,7 +474,7 @@ def mark_used(
                     current is None
                     or current.governance.revision != seen.governance.revision
                     or current.contentHash != seen.contentHash
-                    or not is_served(current, at)
+                    or not eligible(current, at, store.sources)
                 ):
                     continue
                 out.append(used_version(current, at, view.location))

@@ -31,6 +31,7 @@ from .present import (
     visible,
     when,
 )
+from .sources import State, cited_hashes, report
 from .store import Action, MemoryStore, Session
 
 SCOPE_NAMES = [s.value for s in Scope]
@@ -248,7 +249,13 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
         _dump([r.to_json() for r in history] if history is not None else record.to_json())
     else:
         group, rivals = store.conflict(args.id)
-        facts = record_facts(record, store.clock(), conflict_group=group, rivals=len(rivals))
+        facts = record_facts(
+            record,
+            store.clock(),
+            conflict_group=group,
+            rivals=len(rivals),
+            citations=store.sources.checks(record),
+        )
         _print_record(record, history, sys.stdout, facts)
     return 0
 
@@ -261,7 +268,7 @@ def _written(record_id: str, note: str | None = None) -> int:
 
 
 def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
-    common = dict(session=_session(args), confirm_shared=args.yes_shared)
+    common = dict(session=_session(args), confirm_shared=args.yes_shared, citations=args.cite)
     if args.command == "propose":
         result = store.propose(
             args.scope,
@@ -279,8 +286,8 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_edit(store: MemoryStore, args: argparse.Namespace) -> int:
-    if args.title is None and args.content is None and args.type is None and args.tag is None:
-        raise UsageError("edit needs at least one of --title, --content, --type, --tag")
+    if all(getattr(args, k) is None for k in ("title", "content", "type", "tag", "cite")):
+        raise UsageError("edit needs at least one of --title, --content, --type, --tag, --cite")
     record = store.edit(
         args.id,
         args.base_revision,
@@ -288,9 +295,85 @@ def cmd_edit(store: MemoryStore, args: argparse.Namespace) -> int:
         content=args.content,
         record_type=args.type,
         tags=args.tag,
+        citations=args.cite,
         confirm_shared=args.yes_shared,
     )
     return _written(record.id, f"revision {record.governance.revision}")
+
+
+def cmd_sources(store: MemoryStore, args: argparse.Namespace) -> int:
+    """Every record with citations and each citation's state (with ID: the diff of each that
+    changed). Exit 1 when a verified, active record's citation changed or is missing.
+    """
+    if args.id is not None:
+        records = [store.get(args.id)]
+    else:
+        records = [r for r in store.records(include_inactive=True) if r.status.value != "forgotten"]
+        store.sources.prune(cited_hashes(records))
+    checked = report(store.sources, records)
+    needing = [rs for rs in checked if rs.needs_review]
+    marked: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    if args.mark_stale and needing:
+        written, skipped = store.mark_stale(
+            [rs.record.id for rs in needing], confirm_shared=args.yes_shared
+        )
+        marked = [r.id for r in written]
+    diffs = args.id is not None
+    if args.json:
+        _dump(
+            {
+                "records": [
+                    {
+                        "id": rs.record.id,
+                        "scope": rs.record.scope.value,
+                        "title": rs.record.title,
+                        "status": rs.record.status.value,
+                        "verification": rs.record.governance.verification.value,
+                        "needsReview": rs.needs_review,
+                        "citations": [
+                            c.to_json()
+                            | (
+                                {"diff": store.sources.diff(c)}
+                                if diffs and c.state is not State.OK
+                                else {}
+                            )
+                            for c in rs.checks
+                        ],
+                    }
+                    for rs in checked
+                ],
+                "needsReview": len(needing),
+                "markedStale": marked,
+                "notMarked": [{"id": i, "why": why} for i, why in skipped],
+            }
+        )
+        return 1 if needing else 0
+    if not checked:
+        print("(no record cites a file)")
+    for rs in checked:
+        r = rs.record
+        flag = "  NEEDS RE-REVIEW" if rs.needs_review else ""
+        state = f"{r.status.value}, {r.governance.verification.value}"
+        print(f"{visible(r.id)}  {state}  {visible(r.title[:60])}{flag}")
+        for c in rs.checks:
+            print(visible(f"  {c.state.value:<8} {c.label}  ({c.why})"))
+            if diffs and c.state is not State.OK:
+                for line in store.sources.diff(c):
+                    print(visible(f"      {line}"))
+    for record_id in marked:
+        print(f"marked stale: {visible(record_id)}")
+    for record_id, why in skipped:
+        print(f"not marked stale: {visible(record_id)}: {visible(why)}")
+    if needing:
+        n = len(needing)
+        print(
+            f"{n} verified memor{'ies' if n != 1 else 'y'} cite{'s' if n == 1 else ''} code "
+            "that changed or is gone: not served to agents until re-reviewed",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -500,6 +583,18 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--session", help="session id")
         p.add_argument("--root", help="the session's root id (default: this workspace's rootId)")
 
+    def cite_opt(p: argparse.ArgumentParser, edit: bool = False) -> None:
+        p.add_argument(
+            "--cite",
+            action="append",
+            default=None if edit else [],
+            metavar="PATH[:START-END]",
+            help=(
+                "a workspace file (lines START-END, 1-based) the memory rests on; repeatable"
+                + ("; replaces its citations" if edit else "")
+            ),
+        )
+
     def shared_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--yes-shared",
@@ -529,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--tag", action="append", default=[])
         session_opts(p)
         shared_opt(p)
+        cite_opt(p)
         if name == "propose":
             p.add_argument(
                 "--source-ref", type=_source_ref, action="append", default=[], metavar="KIND:ID"
@@ -546,6 +642,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--content")
     p.add_argument("--type", choices=["decision", "preference", "convention", "fact"])
     p.add_argument("--tag", action="append", help="replaces the tags (repeat for several)")
+    cite_opt(p, edit=True)
     shared_opt(p)
 
     for name, help_ in (
@@ -619,6 +716,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("compact", cmd_compact, "keep only each record's current line")
     p.add_argument("--scope", type=_scope)
+    shared_opt(p)
+
+    p = command(
+        "sources",
+        cmd_sources,
+        "each cited file's state; exit 1 when a verified memory's cited code changed",
+    )
+    p.add_argument("id", nargs="?", help="one record, with the diff of each changed citation")
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--mark-stale",
+        action="store_true",
+        help="record the host's stale transition for each verified memory whose code changed",
+    )
     shared_opt(p)
 
     p = command("check", cmd_check, "report corrupt, torn, oversized and unsafe files")

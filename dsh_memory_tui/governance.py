@@ -121,11 +121,14 @@ def transition(
     return next_revision(record, now, changes, gov, drop)
 
 
-def edited(record: Record, now: int, changes: dict[str, Any]) -> Record:
+def edited(
+    record: Record, now: int, changes: dict[str, Any], governance: dict[str, Any] | None = None
+) -> Record:
     """An edit as the host's ``domain.upsert`` makes it: a change of a verified record makes it
-    stale; any change drops the verification time and actor and the pin.
+    stale; any change drops the verification time and actor and the pin. ``governance``: its
+    own fields changed too (a record's citations: its ``sourceRefs``).
     """
-    gov: dict[str, Any] = {}
+    gov: dict[str, Any] = dict(governance or {})
     if record.governance.verification is Verification.VERIFIED:
         gov["verification"] = Verification.STALE
     return next_revision(record, now, changes, gov, VERIFIED_FIELDS + PIN_FIELDS)

@@ -41,6 +41,7 @@ from .agent_view import (
 )
 from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
+from .sources import Citation
 from .store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,9 @@ INSTRUCTIONS = (
 PROPOSE_DESCRIPTION = (
     "Propose a durable project decision, preference, convention, or fact for the user to "
     "review and keep in local Workspace Memory. Proposals are stored unverified and are never "
-    "injected into the model context automatically; the user must confirm them."
+    "injected into the model context automatically; the user must confirm them. Cite the "
+    "workspace files (and lines) the memory rests on in `citations`: the reviewer sees them, "
+    "and when that code changes the memory stops being served until it is re-verified."
 )
 SEARCH_DESCRIPTION = (
     "Search the Workspace Memory a human verified (this project, this user, this session): "
@@ -178,8 +181,11 @@ class MemoryServer:
         tags: Any = None,
         scope: Any = None,
         call_id: str | None = None,
+        citations: Any = None,
     ) -> str:
-        """The host's ``proposeMemory`` and its answer."""
+        """The host's ``proposeMemory`` and its answer; ``citations``: a list of
+        ``{path, startLine?, endLine?}`` (INVALID_CITATION when one is not).
+        """
         # The host's assertProposalArgs, in its order, with its messages.
         _host_check(
             scope is None or scope in PROPOSE_SCOPES,
@@ -201,6 +207,7 @@ class MemoryServer:
             "Memory proposal tags are invalid (a list of strings)",
         )
         refs = [SourceRef(kind="event", id=call_id)] if call_id else []
+        cited = citations_arg(citations)
         with self._lock:
             result = self.store.propose(
                 scope or "project",
@@ -209,6 +216,7 @@ class MemoryServer:
                 content,
                 tags or [],
                 source_refs=refs,
+                citations=cited,
                 session=(self.session_id, None),
             )
         saved = result.record
@@ -259,6 +267,33 @@ class MemoryServer:
             log.warning("use counts not written: %s", exc)
             return
         self._used.update(r.id for r in written)
+
+
+def citations_arg(value: Any) -> list[Citation]:
+    """The ``citations`` argument as citations: a list of ``{path, startLine?, endLine?}``
+    (both lines or neither). INVALID_CITATION otherwise.
+    """
+    if value is None:
+        return []
+    shape = "citations are a list of {path, startLine?, endLine?}"
+    if not isinstance(value, list):
+        raise StoreError(ErrorCode.INVALID_CITATION, shape)
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            raise StoreError(ErrorCode.INVALID_CITATION, shape)
+        start, end = item.get("startLine"), item.get("endLine")
+        if start is None and end is None:
+            out.append(Citation.parse(item["path"]))
+            continue
+        if end is None:
+            end = start
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in (start, end)):
+            raise StoreError(
+                ErrorCode.INVALID_CITATION, "startLine and endLine are whole line numbers"
+            )
+        out.append(Citation.parse(f"{item['path']}:{start}-{end}"))
+    return out
 
 
 def build_server(memory: MemoryServer) -> Any:
@@ -342,9 +377,32 @@ def build_server(memory: MemoryServer) -> Any:
                 json_schema_extra={"type": "string", "enum": list(PROPOSE_SCOPES)},
             ),
         ] = None,
+        citations: Annotated[
+            Any,
+            Field(
+                description=(
+                    "The workspace files this memory rests on (at most 32): each a path "
+                    "relative to the workspace and, for part of it, its lines (1-based, "
+                    "inclusive). Cite what a reviewer should check."
+                ),
+                json_schema_extra={
+                    "type": "array",
+                    "maxItems": 32,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": text,
+                            "startLine": {"type": "integer", "minimum": 1},
+                            "endLine": {"type": "integer", "minimum": 1},
+                        },
+                        "required": ["path"],
+                    },
+                },
+            ),
+        ] = None,
     ) -> str:
         call_id = tool_call_id(ctx.request_context.meta)
-        return run(lambda: memory.propose(type, title, content, tags, scope, call_id))
+        return run(lambda: memory.propose(type, title, content, tags, scope, call_id, citations))
 
     @server.tool(
         SEARCH_TOOL,

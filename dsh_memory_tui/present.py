@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from .model import Origin, Record, Status, Verification, is_expired
+from .sources import Check, needs_checking
 
 SHORT_ORIGIN = {
     Origin.USER_AUTHORED: "user",
@@ -185,18 +186,42 @@ def expired_at(record: Record, now: int) -> bool:
 
 # Table markers (one cell each): pinned, expired, in an open conflict group.
 PINNED_MARK, EXPIRED_MARK, CONFLICT_MARK = "⚑", "⧗", "≠"
-MARKER_HELP = f"{PINNED_MARK} pinned  {EXPIRED_MARK} expired (stale)  {CONFLICT_MARK} conflict"
+SOURCE_MARK = "Δ"  # verified, but a cited file changed: needs re-review
+MARKER_HELP = (
+    f"{PINNED_MARK} pinned  {EXPIRED_MARK} expired (stale)  {CONFLICT_MARK} conflict  "
+    f"{SOURCE_MARK} cited code changed"
+)
 
 
-def markers(record: Record, now: int, conflict: bool = False) -> str:
-    """The table's marker cell: pinned, expired, open conflict."""
+def markers(record: Record, now: int, conflict: bool = False, source_changed: bool = False) -> str:
+    """The table's marker cell: pinned, expired, open conflict, cited code changed."""
     return "".join(
         (
             PINNED_MARK if record.governance.pinned else "",
             EXPIRED_MARK if expired_at(record, now) else "",
             CONFLICT_MARK if conflict else "",
+            SOURCE_MARK if source_changed else "",
         )
     )
+
+
+def citation_facts(checks: Sequence[Check], needs_review: bool) -> list[tuple[str, str]]:
+    """A record's citations as (name, text) rows: a ``re-review`` row first when a verified
+    record's cited code changed, then one ``cited`` row each (state, id, why), ``visible``.
+    """
+    rows: list[tuple[str, str]] = []
+    if needs_review:
+        bad = [c for c in checks if c.broken]
+        rows.append(
+            (
+                "re-review",
+                f"needed: {len(bad)} citation{'s' if len(bad) != 1 else ''} changed or missing; "
+                "not served to agents until re-verified (d: the diff)",
+            )
+        )
+    for c in checks:
+        rows.append(("cited", visible(f"{c.state.value:<8}{c.label}  ({c.why})")))
+    return rows
 
 
 def record_facts(
@@ -206,12 +231,14 @@ def record_facts(
     scope: str | None = None,
     conflict_group: object = None,
     rivals: int = 0,
+    citations: Sequence[Check] = (),
 ) -> list[tuple[str, str]]:
     """A record's facts as (name, text) pairs, in the order ``show`` and the detail pane
     print them: what the host knows of it (pins, verification, expiry, use, conflict group)
     in words, each text ``visible`` (safe to print as it is). ``scope``: how the caller names
     the scope (default: scope and scopeKey); ``conflict_group``: the group the host's domain
-    shows for it (stored or computed) and ``rivals`` the other active versions in it.
+    shows for it (stored or computed) and ``rivals`` the other active versions in it;
+    ``citations``: its file refs checked now (``Sources.checks``), shown by ``citation_facts``.
     """
     g, p = record.governance, record.provenance
     verification = g.verification.value
@@ -277,6 +304,7 @@ def record_facts(
         ("tags", tags_text(record.tags)),
         ("provenance", prov),
         ("sourceRefs", ", ".join(f"{s.kind}:{s.id}" for s in g.sourceRefs) or "(none)"),
+        *citation_facts(citations, needs_checking(record) and any(c.broken for c in citations)),
         ("created", when(record.createdAt)),
         ("updated", when(record.updatedAt)),
     ]

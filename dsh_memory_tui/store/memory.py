@@ -31,6 +31,8 @@ from ..model import (
     Scope,
     SourceRef,
     Status,
+    Verification,
+    checked,
     checked_line,
     conflict_group_for,
     js_trim,
@@ -42,6 +44,7 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, lock_timeout
 from ..present import visible
+from ..sources import Citation, Sources, snapshots_dir, with_citations
 from . import maintenance, writer
 from .view import FileChange, FileView
 from .writer import CompactResult
@@ -49,6 +52,8 @@ from .writer import CompactResult
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
 T = TypeVar("T")
+# Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
+Cites = Iterable[str | Citation]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +158,15 @@ class MemoryStore:
     @property
     def user_id(self) -> str:
         return self.paths.user_id
+
+    @property
+    def sources(self) -> Sources:
+        """The workspace's citations (``sources.Sources``), their snapshots under the home."""
+        got = self.__dict__.get("_sources")
+        if got is None:
+            snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
+            got = self.__dict__["_sources"] = Sources(self.paths.workspace, snaps)
+        return got
 
     # ----------------------------------------------------------------- files and views
 
@@ -436,10 +450,14 @@ class MemoryStore:
         content: str,
         tags: Iterable[str] = (),
         *,
+        citations: Cites = (),
         session: Session | None = None,
         confirm_shared: bool = False,
     ) -> WriteResult:
-        """A user-authored record (the New form, ``dsh-memory create``)."""
+        """A user-authored record (the New form, ``dsh-memory create``). ``citations``: the
+        workspace files it rests on (``sources.Citation``); INVALID_CITATION for a bad one,
+        and nothing is written.
+        """
         provenance = Provenance(kind=ProvenanceKind.USER)
         if session is not None:
             provenance.sessionId = session[0]
@@ -452,7 +470,7 @@ class MemoryStore:
             session,
             provenance,
             Origin.USER_AUTHORED,
-            [],
+            self.sources.cite_all(citations),
             confirm_shared,
         )
 
@@ -465,15 +483,17 @@ class MemoryStore:
         tags: Iterable[str] = (),
         *,
         source_refs: Iterable[SourceRef] = (),
+        citations: Cites = (),
         session: Session | None = None,
         confirm_shared: bool = False,
     ) -> WriteResult:
         """An agent proposal: model-suggested, unverified, waiting in the review queue (the
         host's ``proposeMemory``: note ``memory proposal``, a session ref for a session).
 
-        Without ``source_refs`` and outside a session, INVALID_RECORD (the host needs one).
+        Without ``source_refs`` or ``citations`` and outside a session, INVALID_RECORD (the
+        host needs one). INVALID_CITATION for a bad citation; nothing is written.
         """
-        refs = list(source_refs)
+        refs = [*source_refs, *self.sources.cite_all(citations)]
         provenance = Provenance(kind=ProvenanceKind.AGENT, note="memory proposal")
         if session is not None:
             provenance.sessionId = session[0]
@@ -519,14 +539,18 @@ class MemoryStore:
         content: str | None = None,
         record_type: RecordType | str | None = None,
         tags: Iterable[str] | None = None,
+        citations: Cites | None = None,
         confirm_shared: bool = False,
     ) -> Record:
         """A new revision with the given fields changed; the id stays. An edit of a verified
-        record makes it stale and unpins it (the host's rule).
+        record makes it stale and unpins it (the host's rule); so does a change of its
+        citations (``citations`` replaces its ``file`` refs, today's text and hash).
 
         REVISION_CONFLICT if the record's current revision is not ``base_revision``;
-        READ_ONLY_SCOPE for a session record; FORGOTTEN for a forgotten one.
+        READ_ONLY_SCOPE for a session record; FORGOTTEN for a forgotten one;
+        INVALID_CITATION for a bad citation.
         """
+        cited = None if citations is None else self.sources.cite_all(citations)
         changes: dict[str, Any] = {}
         if title is not None:
             if not js_trim(title):
@@ -551,9 +575,14 @@ class MemoryStore:
             self._check_base(current, base_revision)
             _not_forgotten(current)
             real = {k: v for k, v in changes.items() if getattr(current, k) != v}
-            if not real:
+            gov = {}
+            if cited is not None:
+                refs = with_citations(current.governance.sourceRefs, cited)
+                if refs != current.governance.sourceRefs:
+                    gov["sourceRefs"] = refs
+            if not real and not gov:
                 return None
-            return edited(current, self.clock(), real)
+            return edited(current, self.clock(), real, gov)
 
         return self._change(record_id, change, confirm_shared=confirm_shared)
 
@@ -586,9 +615,68 @@ class MemoryStore:
 
         def change(view: FileView, current: Record) -> Record | None:
             self._check_base(current, base_revision)
+            if action is Action.PIN:
+                self._citations_hold(current)
             return self._transition(action, current, reason)
 
         return self._change(record_id, change, confirm_shared=confirm_shared)
+
+    def _citations_hold(self, record: Record) -> None:
+        """INVALID_TRANSITION when a citation of verified, active ``record`` changed or is
+        missing (it waits for re-review: it cannot be pinned).
+        """
+        broken = self.sources.broken(record) if not self.sources.holds(record) else []
+        if broken:
+            check = broken[0]
+            raise StoreError(
+                ErrorCode.INVALID_TRANSITION,
+                f"cannot pin {record.id}: its citation {check.label} is {check.state.value} "
+                f"({check.why}); re-verify or edit it first",
+            )
+
+    def reverify_citations(
+        self,
+        record_id: str,
+        *,
+        reason: str | None = None,
+        base_revision: int | None = None,
+        confirm_shared: bool = False,
+    ) -> Record:
+        """The memory still holds: its citations take today's text and hash (a moved one its
+        new lines) and it is verified again, by the host's transitions in one locked write: a
+        verified record first goes ``stale`` (the host's own transition, which its Memory tab
+        shows), then ``reverify``; a stale one is re-verified. INVALID_TRANSITION for a record
+        that is neither; INVALID_CITATION when a cited file is gone (edit the citation).
+        """
+        refs = self.sources.refreshed(self.get(record_id))
+
+        def build(view: FileView) -> tuple[list[Record], Record]:
+            current = view.current.get(record_id)
+            if current is None:
+                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
+            self._check_base(current, base_revision)
+            out = []
+            if current.governance.verification is Verification.VERIFIED:
+                current = self._transition(Action.STALE, current, None)
+                out.append(current)
+            again = self._transition(Action.REVERIFY, current, reason)
+            # The reverify's own revision carries today's refs (nothing else changes).
+            data = again.model_dump(exclude_unset=True)
+            data["governance"]["sourceRefs"] = [r.model_dump(exclude_unset=True) for r in refs]
+            final = checked(Record.model_validate(data))
+            out.append(final)
+            return out, final
+
+        view, _ = self.locate(record_id)
+        return self.write(view.file, build, confirm_shared=confirm_shared)
+
+    def mark_stale(
+        self, record_ids: Iterable[str], *, confirm_shared: bool = False
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """The host's ``stale`` transition (it needs no user) for each record: one locked
+        batch per file; (written, skipped with why) as ``apply_many_report``.
+        """
+        return self.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
 
     def verify(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
         return self.apply(Action.VERIFY, record_id, reason=reason, **kw)
