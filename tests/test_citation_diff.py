@@ -1,0 +1,134 @@
+"""The diff since the citation: the cited text as it was (a private snapshot, else git
+history, else a line saying why not) against the file now.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+from citing import commit_all, git, store_on, verified, workspace
+
+from dsh_memory_tui.model import SourceRef
+from dsh_memory_tui.sources import Sources, State, cited_hash, cited_hashes
+
+
+def _change(ws):
+    (ws / "app.py").write_text((ws / "app.py").read_text().replace("line 4", "line four"))
+
+
+def _diff(store, rid):
+    (check,) = store.sources.checks(store.get(rid))
+    return store.sources.diff(check)
+
+
+def test_the_diff_comes_from_the_snapshot_taken_when_it_was_cited(tmp_path):
+    home, ws = workspace(tmp_path, repo=False)
+    store = store_on(home, ws)
+    rid = verified(store, "app.py:3-5")
+    _change(ws)
+    head, *diff = _diff(store, rid)
+    assert "the snapshot taken when it was cited" in head
+    assert diff == [
+        "--- app.py (cited)",
+        "+++ app.py (now)",
+        "@@ -3,3 +3,3 @@",
+        " line 3",
+        "-line 4",
+        "+line four",
+        " line 5",
+    ]
+
+
+def test_snapshots_are_private(tmp_path):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    verified(store, "app.py:3-5")
+    snaps = store.sources.snapshots
+    assert snaps is not None
+    (snap,) = list(snaps.iterdir())
+    assert stat.S_IMODE(os.stat(snaps).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(snaps.parent).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(snap).st_mode) == 0o600
+    assert snaps.is_relative_to(home)
+
+
+def test_without_a_snapshot_the_diff_comes_from_git_history(tmp_path):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    rid = verified(store, "app.py:3-5")
+    shutil.rmtree(store.sources.snapshots)
+    _change(ws)
+    commit_all(ws, "four")
+    head, *diff = _diff(store, rid)
+    first = git(ws, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert f"git commit {first[:12]}" in head
+    assert "-line 4" in diff and "+line four" in diff
+
+
+def test_without_snapshot_or_git_the_diff_says_it_cannot_be_shown(tmp_path):
+    home, ws = workspace(tmp_path, repo=False)
+    store = store_on(home, ws)
+    rid = verified(store, "app.py:3-5")
+    shutil.rmtree(store.sources.snapshots)
+    _change(ws)
+    assert _diff(store, rid) == [
+        "app.py:3-5: the diff cannot be shown: no snapshot was kept and the workspace is not "
+        "a git repository"
+    ]
+
+
+def test_a_shallow_clone_without_the_cited_version_says_so(tmp_path):
+    _, origin = workspace(tmp_path)
+    first = git(origin, "rev-parse", "HEAD").strip()
+    (origin / "app.py").write_text((origin / "app.py").read_text().replace("line 4", "line 4b"))
+    commit_all(origin, "second")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+    # A citation of the first version, which the clone's one commit does not hold.
+    old = b"\n".join(git(origin, "show", f"{first}:app.py").encode().splitlines()[2:5])
+    ref = SourceRef(kind="file", id="app.py:3-5", contentHash=cited_hash(old))
+    shallow = Sources(clone)
+    check = shallow.check(ref)
+    assert check.state is State.CHANGED
+    assert shallow.diff(check) == [
+        "app.py:3-5: the diff cannot be shown: no snapshot was kept and this shallow clone's "
+        "history does not hold the cited text"
+    ]
+    full = Sources(origin)
+    assert full.diff(full.check(ref))[0].startswith(
+        f"app.py:3-5: lines 3-5 changed; the cited text (git commit {first[:12]})"
+    )
+
+
+def test_a_deleted_file_shows_its_cited_text_removed(tmp_path):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    rid = verified(store, "app.py:2-2")
+    (ws / "app.py").unlink()
+    head, *diff = _diff(store, rid)
+    assert "the file is gone" in head
+    assert "-line 2" in diff
+
+
+def test_a_moved_citation_says_where_to(tmp_path):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    rid = verified(store, "app.py:2-2")
+    (ws / "app.py").write_text("# top\n" + (ws / "app.py").read_text())
+    assert _diff(store, rid) == ["app.py:2-2: the cited text is unchanged, now at lines 3-3"]
+
+
+def test_prune_removes_the_snapshots_nothing_cites(tmp_path):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    keep = verified(store, "app.py:1-1", title="a")
+    gone = verified(store, "app.py:2-2", title="b")
+    store.forget(gone)
+    live = [r for r in store.records(include_inactive=True) if r.status.value != "forgotten"]
+    assert store.sources.prune(cited_hashes(live)) == 1
+    (ref,) = store.get(keep).governance.sourceRefs
+    assert [p.name for p in store.sources.snapshots.iterdir()] == [
+        ref.contentHash.removeprefix("sha256:")
+    ]
