@@ -25,13 +25,15 @@ This module reads the workspace and its own snapshots, never the store. Errors a
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import hashlib
 import os
 import re
 import stat
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -57,6 +59,11 @@ MAX_DIFF_LINES = 2000
 _BINARY_PROBE = 8192
 _RANGE = re.compile(r"^(?P<path>.+):(?P<start>[0-9]+)-(?P<end>[0-9]+)$")
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A relative path with single "/" between parts and nothing to clean (but "." and ".." parts).
+_PLAIN = re.compile(r"[^/\\\x00-\x1f\x7f](?:[^/\\\x00-\x1f\x7f]|/(?!/))*(?<!/)\Z")
+_DOTS = {".", ".."}
+_UNPARSED = object()
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
@@ -137,7 +144,9 @@ class Citation:
 
 
 def _relative(path: str) -> str:
-    if "\x00" in path or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+    if _PLAIN.match(path) and not (_DOTS & set(path.split("/"))):
+        return path  # the usual form, already as we store it
+    if _CONTROL.search(path):
         raise _bad(f"{path!r}: a path with control characters cannot be cited")
     p = PurePosixPath(path.replace("\\", "/"))
     if p.is_absolute():
@@ -262,28 +271,79 @@ class Sources:
 
     def __init__(self, workspace: Path, snapshots: Path | None = None) -> None:
         self.workspace = Path(os.path.realpath(workspace))
+        self._inside = os.path.join(self.workspace, "")
         self.snapshots = snapshots
         self._texts: dict[str, _Text] = {}
         self._checks: dict[tuple[str, object], tuple[tuple[int, int, int, int], Check]] = {}
+        self._citations: dict[str, Citation | None] = {}
+        # Within a ``batch``: each path's stat and each directory's real path, taken once.
+        self._stats: dict[str, os.stat_result | None] | None = None
+        self._real_dirs: dict[str, str] | None = None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Check many citations as of one moment: each file is stat'ed once (``report``)."""
+        if self._stats is not None:
+            yield
+            return
+        self._stats, self._real_dirs = {}, {}
+        try:
+            yield
+        finally:
+            self._stats = self._real_dirs = None
+
+    def citation(self, ref: SourceRef) -> Citation | None:
+        """``Citation.from_ref``, parsed once per id."""
+        got = self._citations.get(ref.id, _UNPARSED)
+        if got is _UNPARSED:
+            got = self._citations[ref.id] = Citation.from_ref(ref)
+        return got  # type: ignore[return-value]
 
     # ----------------------------------------------------------------- reading files
 
     def _stat(self, rel: str) -> os.stat_result | None:
+        stats = self._stats
+        if stats is not None and rel in stats:
+            return stats[rel]
         try:
-            return os.stat(os.path.join(self.workspace, rel))
+            st: os.stat_result | None = os.stat(os.path.join(self.workspace, rel))
         except OSError:  # gone, or a directory on the way can no longer be searched
-            return None
+            st = None
+        if stats is not None:
+            stats[rel] = st
+        return st
+
+    def _real(self, full: str) -> str:
+        """``full``'s real path; its directory's is taken once per batch."""
+        dirs = self._real_dirs
+        if dirs is None:
+            return os.path.realpath(full)
+        head, tail = os.path.split(full)
+        real_dir = dirs.get(head)
+        if real_dir is None:
+            real_dir = dirs[head] = os.path.realpath(head)
+        return os.path.join(real_dir, tail)
 
     def _read(self, rel: str) -> _Text:
         """The file's text now; ``_Unreadable`` when it is missing, outside the workspace
         (through a symlink too), not a regular file or too large.
         """
         full = os.path.join(self.workspace, rel)
-        real = os.path.realpath(full)
-        if os.path.commonpath([real, self.workspace]) != os.fspath(self.workspace):
+        real = self._real(full)
+        if not real.startswith(self._inside):
             raise _Unreadable(rel, "is a link to a file outside the workspace", True)
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                # The file itself is a link: where it leads must be inside too.
+                real = os.path.realpath(full)
+                if not real.startswith(self._inside):
+                    why = "is a link to a file outside the workspace"
+                    raise _Unreadable(rel, why, True) from None
+                fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):
             raise _Unreadable(rel, "no such file in the workspace", True) from None
         except IsADirectoryError:
@@ -311,7 +371,7 @@ class Sources:
             os.close(fd)
         data = b"".join(chunks)
         key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
-        text = _Text(key, data, b"\x00" in data[:_BINARY_PROBE])
+        text = _Text(key, data, data.find(b"\x00", 0, _BINARY_PROBE) != -1)
         self._texts[rel] = text
         return text
 
@@ -361,9 +421,9 @@ class Sources:
 
     def check(self, ref: SourceRef) -> Check:
         """``ref``'s state now (a ``file`` ref; any other kind is ``ok``)."""
-        citation = Citation.from_ref(ref)
         if ref.kind != FILE_KIND:
             return Check(ref, None, State.OK, f"a {ref.kind} ref: nothing to check")
+        citation = self.citation(ref)
         if citation is None:
             return Check(ref, None, State.MISSING, "not a path inside the workspace")
         st = self._stat(citation.path)
@@ -682,11 +742,12 @@ class RecordSources:
 
 def report(sources: Sources, records: Iterable[Record]) -> list[RecordSources]:
     """Each of ``records`` that cites a file, with its citations checked now."""
-    return [
-        RecordSources(r, sources.checks(r))
-        for r in records
-        if any(ref.kind == FILE_KIND for ref in r.governance.sourceRefs)
-    ]
+    with sources.batch():
+        return [
+            RecordSources(r, sources.checks(r))
+            for r in records
+            if any(ref.kind == FILE_KIND for ref in r.governance.sourceRefs)
+        ]
 
 
 def cited_hashes(records: Iterable[Record]) -> set[str]:
