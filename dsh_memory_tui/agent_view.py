@@ -301,11 +301,12 @@ def served_records(
             served = [r for r in view.current.values() if is_served(r, at)]
         # Citations are checked at each request (a stat per cited file): code changes
         # without any line of the store changing.
-        records.extend(
-            r
-            for r in served
-            if (wanted_type is None or r.type is wanted_type) and store.sources.holds(r)
-        )
+        with store.sources.batch():
+            records.extend(
+                r
+                for r in served
+                if (wanted_type is None or r.type is wanted_type) and store.sources.holds(r)
+            )
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).
         keyed = [((not r.governance.pinned, -r.updatedAt), r) for r in records]

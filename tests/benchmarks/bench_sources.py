@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import sys
@@ -91,12 +92,10 @@ def make_store(home: Path, ws: Path, paths: list[str], records: int, lines: int)
             verification="verified",
             verified_at=1,
         )
-        out.append(record.to_json_line() if hasattr(record, "to_json_line") else record)
+        out.append(record)
     store = MemoryStore.open(home, ws, "bench")
     data = store.file_for(Scope.PROJECT).path
     data.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    import json
-
     with open(data, "w") as f:
         for record in out:
             f.write(json.dumps(record.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -155,9 +154,7 @@ def main() -> None:
         print(f"  hash each file once      {baseline * 1000:8.1f} ms")
         print(f"  cold check               {cold * 1000:8.1f} ms   {cold / baseline:5.2f}x hashing")
         print(f"  warm check               {warm * 1000:8.1f} ms   {warm / cold:5.3f}x cold")
-        print(
-            f"  warm, 50 files rewritten {touched * 1000:8.1f} ms   {touched / cold:5.3f}x cold"
-        )
+        print(f"  warm, 50 files rewritten {touched * 1000:8.1f} ms   {touched / cold:5.3f}x cold")
         print("  targets: cold <= 1.5x hashing, warm <= 0.1x cold")
 
 
