@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from . import jsonl
 from .errors import ErrorCode, StoreError
@@ -204,8 +204,7 @@ class _Text:
         return got
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(NamedTuple):
     """One citation's state now and why, in words; ``now_at``: where moved text is now."""
 
     ref: SourceRef
