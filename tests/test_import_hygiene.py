@@ -42,6 +42,16 @@ def test_library_and_cli_load_without_textual():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)
 
 
+def test_the_apps_action_rules_and_flags_load_without_textual():
+    """``app/actions.py`` and ``app/state.py`` are tested without the app: they stay pure."""
+    code = (
+        "import sys\n"
+        "import dsh_memory_tui.app.actions, dsh_memory_tui.app.state\n"
+        "assert 'textual' not in sys.modules, 'textual was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)
+
+
 def test_model_touches_no_disk():
     forbidden = {"os", "pathlib", "shutil", "io", "tempfile", "filelock"}
     assert not imported_modules(PACKAGE / "model.py") & forbidden

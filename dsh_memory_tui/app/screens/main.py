@@ -1,0 +1,785 @@
+"""MainScreen: the tabs' screen, which owns the record actions (posting's way).
+
+Its bindings are the action table (``actions.ACTIONS``); they are live only while it is the
+screen on top, so no action asks whether a dialog covers it. Whether an action may run is
+``actions.refusal`` over the facts this screen gathers (``unavailable``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
+
+from textual import events
+from textual.actions import SkipAction
+from textual.app import SystemCommand
+from textual.binding import Binding
+from textual.reactive import Reactive
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Input, Static, TabbedContent, TextArea
+
+from ...errors import ErrorCode, StoreError
+from ...governance import refused
+from ...model import Record, Scope, Status
+from ...store import Action, FileView
+from ...store.maintenance import AdoptResult, other_roots
+from ...store.memory import KeepResult, WriteResult
+from ..actions import (
+    ACTION_NAMES,
+    ACTION_OF_KEY,
+    ACTIONS,
+    ON_CURSOR,
+    OTHER_KEYS,
+    SESSION_REVIEW_ACTIONS,
+    WRITE_ACTIONS,
+    WRITE_ACTIONS_IN_ORDER,
+    Here,
+    Refusal,
+    pin_action,
+    refusal,
+    short_why,
+    with_hint,
+)
+from ..labels import SHARED_WARNING, batch_list
+from ..panes import TABS
+from ..widgets.ask_bar import AskBar
+from .dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
+from .form import FormResult, RecordForm, RevisionConflict
+
+if TYPE_CHECKING:
+    from ..app import MemoryApp
+
+EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
+SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
+
+
+class MainScreen(Screen[None]):
+    """The tabs' screen and its record actions.
+
+    Textual repaints a whole screen whenever its focus moves (``focused`` is a repainting
+    reactive): a full frame for each ``/``, Tab, or verify's reason box, where only the two
+    widgets whose focus style changed need it (Textual restyles them itself).
+    """
+
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+
+    BINDINGS = [
+        *[
+            Binding(k.key, k.action, k.label, show=k.footer, id=k.action, priority=k.priority)
+            for k in ACTIONS
+        ],
+        *[Binding(t.key, f"show_tab('{t.id}')", t.title, show=False) for t in TABS],
+        Binding("escape", "focus_table", "Back to table", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._ask_bar_widget: AskBar | None = None
+        self._binding_signature: tuple[bool | None, ...] = ()
+        self._adoptable: dict[Scope, FileView | None] = {}  # _adopt_view's last answers
+
+    @property
+    def memory(self) -> MemoryApp:
+        return cast("MemoryApp", self.app)
+
+    # ------------------------------------------------------------------ availability
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """None (shown disabled in the footer) when ``unavailable`` says why it cannot run."""
+        bar = self._ask_bar
+        if bar is not None and bar.asking and action in ACTION_NAMES:
+            # A key routed to the table before the question took the focus acts on nothing
+            # (on_key types it into the question): "v" then "read" must not run "e"dit.
+            return False
+        return None if self.unavailable(action) is not None else True
+
+    @property
+    def _ask_bar(self) -> AskBar | None:
+        """The one-line question, composed once (``check_action`` asks for it for every
+        binding the key bar reads: one DOM query, then kept)."""
+        if self._ask_bar_widget is None:
+            bars = self.query(AskBar)
+            self._ask_bar_widget = bars.first() if bars else None
+        return self._ask_bar_widget
+
+    def unavailable(
+        self, action: str, records: list[Record] | None = None, *, busy: bool = True
+    ) -> Refusal | None:
+        """Why ``action`` cannot run on ``records`` (by default the marked rows, else the
+        cursor's) now, or None when it can (``actions.refusal``); a write of the record still
+        running counts unless ``busy`` is False.
+        """
+        app = self.memory
+        if records is None and action in WRITE_ACTIONS and not app.flags.loading:
+            if action in ON_CURSOR:
+                cursor = app.current_record()
+                records = [cursor] if cursor is not None else []
+            else:
+                records = app.targets()
+        index = app.index
+
+        def read_only(rid: str) -> str | None:
+            view = index[rid]
+            return view.path.name if view.read_only else None
+
+        here = Here(
+            now=app.store.clock(),
+            loading=app.flags.loading,
+            writing=app.state.writing if busy else (),
+            read_only=read_only,
+            group=app.group_records,
+            adoptable=action == "adopt"
+            and not app.flags.loading
+            and self._adopt_view() is not None,
+        )
+        return refusal(action, records or [], here)
+
+    def explain(self, action: str) -> bool:
+        """Say in one line why ``action`` cannot run now; False if it can."""
+        why = self.unavailable(action)
+        if why is None:
+            return False
+        code, message = why
+        title = {"UNAVAILABLE": "Unavailable", "BUSY": "Busy"}.get(code, f"error[{code}]")
+        self.memory.notify(message, title=title, severity="warning", timeout=8, markup=False)
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A key whose action is unavailable says why (the binding would do nothing).
+
+        While the one-line question asks, a key that was routed to the table before the
+        question took the focus (typed right after ``v``) is typed into the question instead
+        of running the table's or the screen's action (``v`` then "read the code" in one burst
+        would have run "e"dit and "a"rchive)."""
+        bar = self._ask_bar
+        if bar is not None and bar.asking:
+            if bar.takes(event):
+                event.prevent_default()
+                event.stop()
+            return
+        action = ACTION_OF_KEY.get(event.key)
+        if action is not None and self.explain(action):
+            event.prevent_default()
+            event.stop()
+
+    def update_bindings(self) -> None:
+        """Refresh the footer only when an action's availability changed: a footer rebuild
+        per cursor move would cost more than the move itself.
+        """
+        # A write running does not count: two footer rebuilds per write (its start and its
+        # end) cost more than the write; a key pressed meanwhile is checked, and explained.
+        signature = tuple(
+            self.check_action(a, ()) is not True and self.unavailable(a, busy=False) is not None
+            for a in WRITE_ACTIONS_IN_ORDER
+        )
+        if signature != self._binding_signature:
+            self._binding_signature = signature
+            self.refresh_bindings()
+
+    def session_rules(self, records: list[Record]) -> list[str]:
+        """What a reviewer may do with a session's records and what not, as ``unavailable``
+        decides it for them (so the words and the keys agree): the auto-writer's digests and
+        the agent's session notes are review material, their text is not edited here."""
+        if not records:
+            return []
+        sample = next((r for r in records if r.status is Status.ACTIVE), records[0])
+        allowed = [
+            f"{k.label.lower()} ({k.shown})"
+            for k in ACTIONS
+            if k.action in SESSION_REVIEW_ACTIONS and self.unavailable(k.action, [sample]) is None
+        ]
+        why = self.unavailable("edit", [sample])
+        lines = ["allowed       " + (", ".join(allowed) or "nothing in this state")]
+        if why is not None:
+            lines.append(f"not allowed   edit (e): {why[1]}")
+        return lines
+
+    def commands(self) -> Iterable[SystemCommand]:
+        """Every action for the command palette; one that cannot run now says why."""
+        for k in ACTIONS:
+            if k.action in ("quit", "help"):
+                continue
+            why = self.unavailable(k.action)
+            if why is None:
+                yield SystemCommand(
+                    f"{k.label} ({k.shown})",
+                    f"dsh-memory: {k.help}",
+                    getattr(self, f"action_{k.action}"),
+                )
+            else:  # listed, so that choosing it says why it cannot run now
+                yield SystemCommand(
+                    f"{k.label} ({k.shown})",
+                    f"unavailable: {why[1]}",
+                    lambda action=k.action: self.explain(action),
+                )
+
+    # ------------------------------------------------------------------ moving around
+
+    def action_filter(self) -> None:
+        """``/``, a priority binding: the app routes each key to the widget focused when the
+        key is taken from its queue, so ``/`` must move the focus then, not when the table
+        has bubbled it back (``/vitest`` in one burst verified the record and opened the edit
+        form). In a text box (the filter, the reason being asked), ``/`` is just a character.
+        """
+        if isinstance(self.focused, (Input, TextArea)):
+            raise SkipAction()
+        self.focus_now(self.memory.active_pane.query_one(".filter", Input))
+
+    def action_focus_table(self) -> None:
+        self.focus_now(self.memory.active_pane.table)
+
+    def action_mark_all(self) -> None:
+        self.memory.active_pane.mark_all()
+
+    def action_clear_marks(self) -> None:
+        self.memory.active_pane.table.clear_marks()
+
+    def focus_now(self, widget: Widget) -> None:
+        """Move focus before the next key is routed (``Widget.focus`` only schedules it)."""
+        self.set_focus(widget)
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_quit(self) -> None:
+        self.memory.action_quit()
+
+    def action_open_proposal(self) -> None:
+        """The record the last new-proposal notification named, on the Review tab."""
+        app = self.memory
+        rid = app.newest_proposal
+        if rid is None or app.record(rid) is None:
+            app.notify("No new proposal to open.", title="Review queue")
+            return
+        tab = "review" if rid in app.pane("review").records else self._tab_of(rid)
+        self.action_show_tab(tab)
+        pane = app.pane(tab)
+        if pane.filter and not pane.table.move_cursor_to_key(rid):
+            pane.query_one(".filter", Input).value = ""  # the filter hid it
+            pane.set_filter("")
+        pane.show()
+        pane.table.move_cursor_to_key(rid)
+        app.show_detail(pane)
+        self.focus_now(pane.table)
+
+    def _tab_of(self, rid: str) -> str:
+        record = self.memory.record(rid)
+        scope = record.scope if record is not None else None
+        return next((t.id for t in TABS if t.scope is scope), "review")
+
+    def action_toggle_inactive(self) -> None:
+        self.memory.flags.show_inactive = not self.memory.flags.show_inactive
+        self.memory.resync()
+
+    def action_toggle_derived(self) -> None:
+        flags = self.memory.flags
+        flags.review_derived = not flags.review_derived
+        self.memory.resync()
+        state = "shown" if flags.review_derived else "hidden"
+        self.memory.notify(f"Derived session digests {state} in the review queue")
+
+    def action_help(self) -> None:
+        app = self.memory
+        paths = app.store.paths
+        notes = [
+            "",
+            f"acting user: {paths.user_id}",
+            f"home:        {paths.home_memory_dir}",
+            f"workspace:   {paths.workspace_memory_dir}",
+        ]
+        if app.demo:
+            from ...demo import reach_commands
+
+            notes += ["", f"This is a demo in {paths.home.parent}; from another shell:"]
+            notes += [f"  {command}" for command in reach_commands(paths.home, paths.workspace)]
+        # "-" is told on the line of "*": every key fits the help screen at 36 rows.
+        keys = [(k.shown, k.help) for k in ACTIONS if k.action != "clear_marks"]
+        app.push_screen(HelpScreen(keys[:-2] + OTHER_KEYS + keys[-2:], notes))
+
+    # ------------------------------------------------------------------ reviewing
+
+    def _review(
+        self, action: Action, reason: str | None = None, records: list[Record] | None = None
+    ) -> None:
+        """One governance action on the marked rows (else the cursor's). What the host's rules
+        refuse (``INVALID_TRANSITION``) is said in one line; a batch writes the rest.
+        """
+        app = self.memory
+        store = app.store
+        records = app.targets() if records is None else records
+        if not records:
+            return
+        table = app.active_pane.table
+        batch = len(records) > 1
+
+        def write(confirmed: bool) -> object:  # in the write worker: store calls only
+            if batch:
+                return store.apply_many_report(
+                    action, [r.id for r in records], reason=reason, confirm_shared=confirmed
+                )
+            r = records[0]
+            try:
+                return store.apply(
+                    action,
+                    r.id,
+                    reason=reason,
+                    base_revision=r.governance.revision,
+                    confirm_shared=confirmed,
+                )
+            except StoreError as exc:
+                raise with_hint(exc, action, r) from None
+
+        def done(result: Any) -> None:
+            # A single review action shows itself in the table; a toast per key press would
+            # cost more than the write. A batch says how many it changed (and skipped).
+            if batch:
+                written, skipped = result
+                self._batch_done(action, len(written), skipped)
+            table.clear_marks()
+
+        app.run_write([r.scope for r in records], write, done, keys=[r.id for r in records])
+
+    def _batch_done(self, action: Action, written: int, skipped: list[tuple[str, str]]) -> None:
+        """One notification: how many were written, then each skipped record and why."""
+        app = self.memory
+        text = f"{action.value}: {written} record{'s' if written != 1 else ''}"
+        if not skipped:
+            app.notify(text)
+            return
+        lines = [f"{text}; {len(skipped)} skipped:"]
+        for rid, why in skipped[:SKIPPED_LISTED]:
+            record = app.record(rid)
+            name = f"“{record.title}”" if record is not None else rid
+            lines.append(f"• {name}: {short_why(why, action, rid)}")
+        if len(skipped) > SKIPPED_LISTED:
+            lines.append(f"… and {len(skipped) - SKIPPED_LISTED} more")
+        app.notify("\n".join(lines), title="Skipped", severity="warning", timeout=10)
+
+    def _with_reason(self, action: Action, verb: str, variant: str) -> None:
+        """Ask for an optional reason, then ``action`` on the marked rows (else the cursor's);
+        the dialog says which of them the rules will skip.
+
+        Keys typed right after ``v`` were routed to the table before the question took the
+        focus: while it asks, the actions are off (``check_action``) and such a key is typed
+        into the question (``on_key``), in the order typed; keys before ``v`` (``down``)
+        still move the cursor first, so the question is about the record they chose.
+        """
+        records = self.memory.targets()
+        if not records:
+            return
+        what = f"{len(records)} records" if len(records) > 1 else f"“{records[0].title}”"
+        now = self.memory.store.clock()
+        skipped = sum(1 for r in records if refused(r, action, now) is not None)
+        prompt = f"{verb} {what}?"
+        if skipped:
+            done = "verified" if action is Action.VERIFY else "rejected"
+            prompt += f"\n{skipped} of them cannot be {done} in their state and will be skipped."
+        if len(records) > 1:
+            prompt += "\n" + batch_list(records, _why_skipped(action, now))
+        elif records[0].scope is Scope.SHARED:
+            prompt += f"\nshared-project: {SHARED_WARNING}"
+
+        def answered(reason: str | None) -> None:
+            if reason is not None:
+                self._review(action, reason or None, records)
+
+        if len(records) > 1 or skipped or records[0].scope is Scope.SHARED:
+            # Room to list what a batch touches, or to say who sees a shared record.
+            self.app.push_screen(ReasonDialog(verb, prompt, verb, variant=variant), answered)
+        else:
+            self._ask(prompt, verb, answered)
+
+    def _ask(self, question: str, verb: str, answered: Callable[[str | None], None]) -> None:
+        """One line in the status line's place (``AskBar``): no screen switch, no mount."""
+        status = self.query_one("#status-line", Static)
+        bar = self.query_one(AskBar)
+        pane = self.memory.active_pane
+
+        def back(reason: str | None) -> None:
+            status.display = True
+            if self.focused is None or self.focused.parent is bar:
+                self.focus_now(pane.table)
+            answered(reason)
+
+        status.display = False
+        bar.ask(question, verb, back)
+
+    def _confirm_batch(self, action: Action, records: list[Record] | None = None) -> None:
+        """``action`` on the marked rows (else the cursor's); more than one record is listed
+        in a confirmation first, with what the rules will skip."""
+        records = self.memory.targets() if records is None else records
+        if len(records) <= 1:
+            self._review(action, records=records)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._review(action, records=records)
+
+        verb = action.value.capitalize()
+        listing = batch_list(records, _why_skipped(action, self.memory.store.clock()))
+        self.app.push_screen(
+            ConfirmDialog(f"{verb} {len(records)} records?", listing, verb), answered
+        )
+
+    def action_verify(self) -> None:
+        self._with_reason(Action.VERIFY, "Verify", "success")
+
+    def action_reject(self) -> None:
+        self._with_reason(Action.REJECT, "Reject", "warning")
+
+    def action_reverify(self) -> None:
+        self._confirm_batch(Action.REVERIFY)
+
+    def action_pin(self) -> None:
+        """Unpin when every target is pinned; else pin the ones that are not."""
+        action, records = pin_action(self.memory.targets())
+        self._confirm_batch(action, records)
+
+    def action_archive(self) -> None:
+        self._confirm_batch(Action.ARCHIVE)
+
+    def action_restore(self) -> None:
+        self._confirm_batch(Action.RESTORE)
+
+    def action_keep(self) -> None:
+        """The conflict view: the group's versions side by side, K keeps the chosen one."""
+        from .conflict import ConflictScreen
+
+        app = self.memory
+        record = app.current_record()
+        if record is None:
+            return
+        group, rivals = app.conflict_info(record)
+
+        def chosen(rid: str | None) -> None:
+            target = app.record(rid) if rid else None
+            if target is None:
+                return
+
+            def write(confirmed: bool) -> KeepResult:
+                return app.store.keep(
+                    target.id, base_revision=target.governance.revision, confirm_shared=confirmed
+                )
+
+            def done(result: KeepResult) -> None:
+                parts = [
+                    f"kept “{result.kept.title}” ({result.kept.governance.verification.value})"
+                ]
+                if result.rejected:
+                    parts.append(f"{len(result.rejected)} rejected")
+                if result.archived:
+                    parts.append(f"{len(result.archived)} archived")
+                app.notify("; ".join(parts), title="Conflict resolved", markup=False)
+                app.active_pane.table.move_cursor_to_key(target.id)
+
+            members = [target.id, *(r.id for r in app.group_records(target))]
+            app.run_write([target.scope], write, done, keys=members)
+
+        app.push_screen(ConflictScreen(record, rivals, group, app.store.clock), chosen)
+
+    # ------------------------------------------------------------------ whole files
+
+    def _adopt_view(self) -> FileView | None:
+        """The active tab's project or shared-project file when it has lines of another
+        workspace's rootId (a moved or copied project), else None."""
+        app = self.memory
+        scope = app.active_pane.spec.scope
+        if scope not in (Scope.PROJECT, Scope.SHARED):
+            return None
+        if not app._store_gate.acquire(blocking=False):
+            # A write is running and may be rebuilding the view: the answer from before it.
+            return self._adoptable.get(scope)
+        try:
+            view = app.store.view(app.store.file_for(scope))
+            self._adoptable[scope] = view if other_roots(view, app.store.paths) else None
+        finally:
+            app._store_gate.release()
+        return self._adoptable[scope]
+
+    def action_adopt(self) -> None:
+        app = self.memory
+        view = self._adopt_view()
+        if view is None:
+            return
+        roots = other_roots(view, app.store.paths)
+        lines = "\n".join(f"  {n} line(s) of {root}" for root, n in roots.items())
+
+        def write(confirmed: bool) -> AdoptResult:
+            return app.store.adopt(view.file, confirm_shared=confirmed)
+
+        def done(result: AdoptResult) -> None:
+            text = (
+                f"adopted {result.lines} line(s): {len(result.ids)} record(s) now shown "
+                "here (and to the host)"
+            )
+            if result.left:
+                text += f"; {len(result.left)} left as they were ({result.left[0][1]})"
+            app.notify(text, title="Adopted", markup=False)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app.run_write(
+                    [view.scope],
+                    write,
+                    done,
+                    keys=[f"file:{view.path}"],
+                    progress=f"adopting into {view.path.name}",
+                )
+
+        app.push_screen(
+            ConfirmDialog(
+                "Adopt a moved project's records?",
+                f"{view.path} holds lines of another workspace:\n{lines}\n"
+                "written when this project was at another path (or by a copy of it). Neither the "
+                "host nor this app shows them here. Adopting rewrites those lines under this "
+                "workspace's rootId, in one locked write: each record keeps its history, and a "
+                ".bak of the file is written first.",
+                "Adopt",
+            ),
+            answered,
+        )
+
+    def action_compact(self) -> None:
+        app = self.memory
+        scope = app.active_pane.spec.scope
+        if scope is None or scope is Scope.SESSION:
+            files = app.store.files(Scope.SESSION) if scope else []
+        else:
+            files = [app.store.file_for(scope)]
+        files = [f for f in files if f.path.exists()]
+        if not files:
+            app.notify("Nothing to compact on this tab.")
+            return
+
+        def write(confirmed: bool) -> list[str]:  # in the write worker
+            lines = []
+            for f in files:
+                result = app.store.compact(f, confirm_shared=confirmed)
+                lines.append(f"{f.path.name}: {result.bytes_before} -> {result.bytes_after} bytes")
+            return lines
+
+        def done(lines: list[str]) -> None:
+            app.notify("\n".join(lines), title="Compacted", markup=False)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app.run_write(
+                    [f.scope for f in files],
+                    write,
+                    done,
+                    keys=[f"file:{f.path}" for f in files],
+                    progress="compacting " + ", ".join(f.path.name for f in files[:2]),
+                )
+
+        names = "\n".join(str(f.path) for f in files)
+        app.push_screen(
+            ConfirmDialog(
+                "Compact?",
+                f"Keep only each record's current revision in:\n{names}\n"
+                "(a .bak of each file is written first)",
+                "Compact",
+            ),
+            answered,
+        )
+
+    def action_agent_view(self) -> None:
+        from .agent import AgentScreen, scope_views
+
+        app = self.memory
+
+        def show(views: list[Any]) -> None:
+            app.flags.agent_view_due = False
+            if self.is_current:  # not over a dialog opened meanwhile
+                app.push_screen(AgentScreen(views))
+
+        def refused(exc: StoreError) -> None:
+            app.flags.agent_view_due = False
+            app.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
+
+        if app.flags.agent_view_due:
+            return  # W pressed again while it reads
+        app.flags.agent_view_due = True
+        # Read in a worker, after any write the app is running (run_read).
+        app.run_read(lambda: scope_views(app.store, app.session), show, refused)
+
+    def action_export(self) -> None:
+        from .bundles import ExportDialog
+
+        app = self.memory
+        app.push_screen(ExportDialog(app.store, app.run_read), self._bundle_done)
+
+    def action_import(self) -> None:
+        from .bundles import ImportDialog
+
+        app = self.memory
+        scope = app.active_pane.spec.scope
+        target = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
+        app.push_screen(
+            ImportDialog(app.store, app.run_write, app.run_read, target=target),
+            self._bundle_done,
+        )
+
+    def _bundle_done(self, message: str | None) -> None:
+        if message:
+            self.memory.notify(message)
+        self.memory.sync()
+
+    # ------------------------------------------------------------------ one record
+
+    def action_forget(self) -> None:
+        app = self.memory
+        record = app.current_record()
+        if record is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app.run_write(
+                    [record.scope],
+                    lambda c: app.store.forget(record.id, confirm_shared=c),
+                    f"forgotten: {record.id}",
+                    keys=[record.id],
+                )
+
+        app.push_screen(
+            ConfirmDialog(
+                "Forget this record?",
+                f"“{record.title}”\nIts title, content and tags are erased from "
+                f"{app.index[record.id].path} and its backup, for good. Other records keep "
+                "their history.",
+                "Forget",
+                danger=True,
+            ),
+            answered,
+        )
+
+    def _save_form(
+        self,
+        result: FormResult,
+        saved: Callable[[str], None],
+        failed: Callable[[StoreError], bool],
+    ) -> None:
+        """The form's saver, through ``run_write``: ``saved(id)`` once written, ``failed``
+        for a refusal (a REVISION_CONFLICT carries the newer version for the form's merge)."""
+        app = self.memory
+        store = app.store
+
+        def write(confirmed: bool) -> tuple[str, bool]:  # in the write worker
+            if result.record_id is None:
+                made = store.create(
+                    result.scope,
+                    result.record_type,
+                    result.title,
+                    result.content,
+                    result.tags,
+                    confirm_shared=confirmed,
+                )
+                return made.id, made.written
+            assert result.base_revision is not None
+            try:
+                edited = store.edit(
+                    result.record_id,
+                    result.base_revision,
+                    title=result.title,
+                    content=result.content,
+                    record_type=result.record_type,
+                    tags=result.tags,
+                    confirm_shared=confirmed,
+                )
+            except StoreError as exc:
+                if exc.code == ErrorCode.REVISION_CONFLICT:
+                    raise RevisionConflict(exc, store.get(result.record_id)) from None
+                raise
+            return edited.id, True
+
+        def done(written: tuple[str, bool]) -> None:
+            rid, new = written
+            # The host's merge: a new record with the content of an existing one is that one.
+            app.notify(
+                f"saved {rid}"
+                if new
+                else f"already recorded as {rid} (same type and content): nothing written"
+            )
+            saved(rid)
+
+        app.run_write(
+            [result.scope],
+            write,
+            done,
+            failed=failed,
+            keys=[result.record_id] if result.record_id else [],
+        )
+
+    def action_new(self) -> None:
+        scope = self.memory.active_pane.spec.scope
+        default = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
+        self.app.push_screen(
+            RecordForm(
+                record=None, scopes=EDITABLE_SCOPES, default_scope=default, save=self._save_form
+            ),
+            self._after_form,
+        )
+
+    def action_edit(self) -> None:
+        record = self.memory.current_record()
+        if record is None or self.explain("edit"):
+            return
+        self.app.push_screen(
+            RecordForm(
+                record=record,
+                scopes=EDITABLE_SCOPES,
+                default_scope=record.scope,
+                save=self._save_form,
+            ),
+            self._after_form,
+        )
+
+    def _after_form(self, rid: str | None) -> None:
+        if rid:
+            app = self.memory
+            pane = app.active_pane
+            pane.table.move_cursor_to_key(rid)
+            app.show_detail(pane)
+            if pane.hidden_by_filter(rid):
+                app.notify(
+                    "Saved, but this tab's filter hides it; clear the filter (/) to see it.",
+                    title="Hidden by the filter",
+                    severity="warning",
+                )
+
+    def action_copy(self) -> None:
+        app = self.memory
+        record = app.current_record()
+        if record is None:
+            return
+        targets = [s for s in EDITABLE_SCOPES if s is not record.scope]
+        paths = {s: str(app.store.file_for(s).path) for s in targets}
+
+        def chosen(scope: Scope | None) -> None:
+            if scope is None:
+                return
+
+            def done(result: WriteResult) -> None:
+                if result.written:
+                    app.notify(f"copied to {scope.value}")
+                else:  # the host's merge: that content is there already, with this source
+                    app.notify(f"already in {scope.value} as {result.id}: nothing written")
+
+            app.run_write(
+                [scope],
+                lambda c: app.store.copy(record.id, scope, confirm_shared=c),
+                done,
+                keys=[f"copy:{record.id}:{scope.value}"],
+            )
+
+        app.push_screen(CopyDialog(record.title, targets, paths), chosen)
+
+
+def _why_skipped(action: Action, now: int) -> Callable[[Record], str | None]:
+    def why(record: Record) -> str | None:
+        error = refused(record, action, now)
+        return None if error is None else short_why(error.message, action, record.id)
+
+    return why
