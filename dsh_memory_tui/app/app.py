@@ -517,6 +517,12 @@ class MemoryApp(StoreWorkers):
     def _filter_submitted(self) -> None:
         self.main.focus_now(self.active_pane.table)
 
+    def on_key(self, event: events.Key) -> None:
+        """Keys the focused widget left: the main screen's last word before their binding runs
+        (``MainScreen.key_reached_app``); a dialog's keys are the dialog's."""
+        if isinstance(self.screen, MainScreen):
+            self.main.key_reached_app(event)
+
     def on_click(self, event: events.Click) -> None:
         """A click on a new-proposal notification opens the record it names. (The toast
         dismisses itself on a click and lets the event bubble; which notification it shows is

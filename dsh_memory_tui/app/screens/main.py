@@ -86,7 +86,12 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ availability
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """None (shown disabled in the footer) when ``unavailable`` says why it cannot run."""
+        """None (shown disabled in the footer) when ``unavailable`` says why it cannot run.
+
+        Under a dialog Textual asks again as the dialog opens, for the footer drawn dimmed
+        behind it: that footer offers every key, as it always has (the snapshots hold it)."""
+        if not self.is_active:
+            return True
         bar = self._ask_bar
         if bar is not None and bar.asking and action in ACTION_NAMES:
             # A key routed to the table before the question took the focus acts on nothing
@@ -145,8 +150,11 @@ class MainScreen(Screen[None]):
         self.memory.notify(message, title=title, severity="warning", timeout=8, markup=False)
         return True
 
-    def on_key(self, event: events.Key) -> None:
-        """A key whose action is unavailable says why (the binding would do nothing).
+    def key_reached_app(self, event: events.Key) -> None:
+        """A key that bubbled up to the app while this screen is on top, before the app looks
+        up its binding (Textual resolves every binding there, the screen's included, so this
+        is the last word before an action runs). An unavailable action says why (its binding
+        would do nothing).
 
         While the one-line question asks, a key that was routed to the table before the
         question took the focus (typed right after ``v``) is typed into the question instead
@@ -591,7 +599,7 @@ class MainScreen(Screen[None]):
 
         def show(views: list[Any]) -> None:
             app.flags.agent_view_due = False
-            if self.is_current:  # not over a dialog opened meanwhile
+            if self.is_active:  # not under a dialog opened meanwhile
                 app.push_screen(AgentScreen(views))
 
         def refused(exc: StoreError) -> None:
