@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from interop.corpus import make_case_dirs
-from interop.transitions import COMMAND_ACTIONS, Case, all_cases
+from interop.transitions import Case, key_cases
 from interop.transitions import line as json_line
 
 from dsh_memory_tui.app.actions import (
@@ -26,21 +26,7 @@ PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
 DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
 
 
-def _app_cases() -> list[Case]:
-    """The corpus cases a key of the app can express (``p`` pins an unpinned record and unpins
-    a pinned one)."""
-    out = []
-    for case in all_cases():
-        if case.action not in COMMAND_ACTIONS:
-            continue
-        pinned = "pinnedAt" in case.record.get("governance", {})
-        if (case.action == "pin" and pinned) or (case.action == "unpin" and not pinned):
-            continue
-        out.append(case)
-    return out
-
-
-APP_CASES = _app_cases()
+APP_CASES = key_cases()
 
 
 @pytest.fixture(scope="module")

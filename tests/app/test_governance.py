@@ -1,8 +1,9 @@
 """The host's governance model in the app, driven through Textual's pilot on real store files:
-the transitions table replayed key by key (what the rules refuse is unavailable in the footer and
-the palette, and says why when pressed), a batch on a mixed selection, the conflict view and
-"keep this version", markers and filters, the detail pane's facts, adopting a moved project's
-records, and what the agent sees.
+each key on a state the rules allow and on one they refuse (what they refuse is unavailable in
+the footer and the palette, and says why when pressed; the whole table is
+tests/app/test_action_rules.py's, without the app), a batch on a mixed selection, the conflict
+view and "keep this version", markers and filters, the detail pane's facts, adopting a moved
+project's records, and what the agent sees.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from typing import Any
 
 from interop.corpus import CaseDirs, make_case_dirs
 from interop.transitions import (
-    COMMAND_ACTIONS,
     Case,
-    all_cases,
     content_hash,
     expected_outcome,
+    key_cases,
     outcome,
 )
 from interop.transitions import line as json_line
@@ -138,21 +138,16 @@ def record(
 # ----------------------------------------------------------------------------- the table
 
 
-def _app_cases() -> list[Case]:
-    """The corpus cases a key of the app can express: ``p`` is pin on an unpinned record and
-    unpin on a pinned one."""
-    out = []
-    for case in all_cases():
-        if case.action not in COMMAND_ACTIONS:
-            continue
-        pinned = "pinnedAt" in case.record.get("governance", {})
-        if (case.action == "pin" and pinned) or (case.action == "unpin" and not pinned):
-            continue
-        out.append(case)
-    return out
+def _one_per_key() -> list[Case]:
+    """For each key, the table's first case it writes and its first it refuses: the whole
+    table is ``actions.refusal``'s (tests/app/test_action_rules.py); this is the keys'."""
+    chosen: dict[tuple[str, bool], Case] = {}
+    for case in key_cases():
+        chosen.setdefault((case.action, case.our_code is None), case)
+    return list(chosen.values())
 
 
-APP_CASES = _app_cases()
+PER_KEY = _one_per_key()
 
 
 async def _press_action(pilot: Any, app: RecordingApp, case: Case) -> None:
@@ -166,13 +161,15 @@ async def _press_action(pilot: Any, app: RecordingApp, case: Case) -> None:
     await wait_for(pilot, lambda: app.screen is app.screen_stack[0], what="back to the table")
 
 
-async def test_every_transition_of_the_table_through_the_keys(tmp_path: Path) -> None:
-    """Each starting state x each key: what the host's rules (and our documented refusals)
-    allow is enabled in the footer and writes the host's ``domain.govern`` line; what they
-    refuse is disabled in the footer and the palette, and pressing it says why in one line,
-    writing nothing."""
+async def test_each_key_writes_what_the_rules_allow_and_says_why_they_refuse(
+    tmp_path: Path,
+) -> None:
+    """Each key, on a state the host's rules (and our documented refusals) allow and on one
+    they refuse: allowed, it is enabled in the footer and writes the host's ``domain.govern``
+    line; refused, it is disabled in the footer, and pressing it says why in one line, writing
+    nothing."""
     dirs = make_case_dirs(tmp_path)
-    data = write_project(dirs, [c.with_root(dirs.root_id) for c in APP_CASES])
+    data = write_project(dirs, [c.with_root(dirs.root_id) for c in PER_KEY])
     app = make_app(dirs)
     written = refused = 0
     async with app.run_test(size=SIZE) as pilot:
@@ -180,12 +177,12 @@ async def test_every_transition_of_the_table_through_the_keys(tmp_path: Path) ->
         await pilot.press("A")  # archived and forgotten too
         await wait_for(
             pilot,
-            lambda: len(table_keys(app, "project")) == len(APP_CASES),
+            lambda: len(table_keys(app, "project")) == len(PER_KEY),
             what="every starting record",
         )
         table = app.pane("project").table
         t0 = app.store.clock()
-        for case in APP_CASES:
+        for case in PER_KEY:
             assert table.move_cursor_to_key(case.id), case.name
             await wait_for(pilot, lambda case=case: table.cursor_key == case.id)
             app_action = "pin" if case.action == "unpin" else case.action
@@ -216,8 +213,10 @@ async def test_every_transition_of_the_table_through_the_keys(tmp_path: Path) ->
             t1 = app.store.clock()
             assert outcome(new) == expected_outcome(case.domain, new, t0, t1), case.name
             written += 1
-    allowed = sum(c.our_code is None for c in APP_CASES)
-    assert (written, refused) == (allowed, len(APP_CASES) - allowed) == (68, 128)
+    assert {(c.action, c.our_code is None) for c in PER_KEY} == {
+        (action, allowed) for action in KEYS for allowed in (True, False)
+    }
+    assert (written, refused) == (len(KEYS), len(KEYS))
 
 
 async def test_a_refused_action_in_the_palette_says_why(tmp_path: Path) -> None:

@@ -181,6 +181,20 @@ def all_cases() -> list[Case]:
     return matrix_cases() + legacy_cases()
 
 
+def key_cases() -> list[Case]:
+    """The cases a key of the app can express: ``p`` pins an unpinned record and unpins a
+    pinned one, so pin on a pinned record and unpin on an unpinned one are not among them."""
+    out = []
+    for case in all_cases():
+        if case.action not in COMMAND_ACTIONS:
+            continue
+        pinned = "pinnedAt" in case.record.get("governance", {})
+        if (case.action == "pin" and pinned) or (case.action == "unpin" and not pinned):
+            continue
+        out.append(case)
+    return out
+
+
 def line(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
