@@ -13,6 +13,10 @@ archived and forgotten records, other users' profiles, other sessions and other 
 never are. Search ranks like the host's ``MemoryStore.search`` (``recordRank``); lists are in
 the host's ``list()`` order; pinned records come first; at most 100 records.
 
+A budget (``budget_bytes``: ``--budget-bytes``, else ``DSH_MCP_BUDGET_BYTES``, else 32 KiB) bounds
+the text: records go in the served order until the next one would take the text past it, and
+the text ends by naming how many were cut (``AgentView.cut``: the records left out, in order).
+
 ``mark_used`` records that records were served (the host's ``markUsed``: ``lastUsedAt``,
 ``useCount``, ``updatedAt``; the revision stays), one locked batch per file through the store's
 write path. Nothing here imports textual or the MCP SDK; nothing here writes unless asked to.
@@ -21,6 +25,7 @@ write path. Nothing here imports textual or the MCP SDK; nothing here writes unl
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -48,6 +53,10 @@ from .sources import Sources
 from .store import FileView, MemoryStore, Session
 
 MAX_RESULTS = 100  # the host's MEMORY_MAX_RESULTS
+DEFAULT_BUDGET_BYTES = 32 * 1024  # about 8,000 tokens
+MIN_BUDGET_BYTES = 1024  # room for the heading and the line naming what was cut
+BUDGET_ENV = "DSH_MCP_BUDGET_BYTES"
+BYTES_PER_TOKEN = 4  # the usual estimate for English text and Markdown
 MAX_QUERY_BYTES = 256  # the host's MEMORY_MAX_QUERY_BYTES
 NO_MATCH_RANK = 5
 
@@ -83,16 +92,54 @@ class Audience:
 
 @dataclass(frozen=True, slots=True)
 class AgentView:
-    """The records an agent gets for one request and the exact Markdown text of them."""
+    """The records an agent gets for one request and the exact Markdown text of them.
+
+    ``cut``: the records that would have come next but did not fit the budget, in the served
+    order; ``more``: how many matched beyond the 100-record limit (not counted in ``cut``).
+    """
 
     records: list[Record]
     text: str
     scopes: tuple[Scope, ...]
+    cut: tuple[Record, ...] = ()
+    more: int = 0
+    budget: int | None = None
 
     @property
     def size(self) -> int:
         """The text's size in UTF-8 bytes (what it costs the agent's context)."""
         return utf8_len(self.text)
+
+    @property
+    def tokens(self) -> int:
+        """An estimate of the text's size in tokens."""
+        return estimate_tokens(self.size)
+
+
+def estimate_tokens(size: int) -> int:
+    """About how many tokens ``size`` bytes of text cost (4 bytes a token, rounded up)."""
+    return -(-size // BYTES_PER_TOKEN)
+
+
+def budget_bytes(value: object = None) -> int:
+    """The budget: ``value`` (``--budget-bytes``), else ``DSH_MCP_BUDGET_BYTES``, else 32 KiB.
+    ``StoreError(USAGE)`` for anything but a whole number of at least 1024.
+    """
+    where = "--budget-bytes"
+    if value is None:
+        value, where = os.environ.get(BUDGET_ENV) or None, BUDGET_ENV
+        if value is None:
+            return DEFAULT_BUDGET_BYTES
+    try:
+        number = int(str(value).strip().replace("_", ""))
+    except ValueError:
+        number = -1
+    if number < MIN_BUDGET_BYTES:
+        raise StoreError(
+            ErrorCode.USAGE,
+            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES}",
+        )
+    return number
 
 
 def is_served(record: Record, now: int) -> bool:
@@ -259,27 +306,17 @@ def _views(store: MemoryStore, files: Iterable[StoreFile]) -> list[FileView]:
     return views
 
 
-def served_records(
+def _ranked(
     store: MemoryStore,
     audience: Audience,
     *,
     scope: Scope | str | None = None,
     query: str | None = None,
     record_type: RecordType | str | None = None,
-    limit: int | None = None,
     now: int | None = None,
     cache: ServeCache | None = None,
-) -> list[Record]:
-    """Exactly the records an agent may be served, best first, at most ``limit`` (<= 100).
-
-    Without ``query``: pinned first, then the host's list order (newest update first, then
-    id). With ``query``: only records the host's ``recordRank`` matches, best rank first,
-    pinned first among equals, then the host's order (newest update, latest use, id).
-    ``StoreError(INVALID_RECORD)`` for a bad query, scope or type,
-    ``StoreError(SCOPE_NOT_SERVED)`` for a scope this audience is not served. ``cache``: a
-    ``ServeCache`` kept between calls (a server's), so unchanged files are not filtered
-    again and each record's text is lower-cased once.
-    """
+) -> list[tuple[tuple[int | bool, ...], Record]]:
+    """Every record an agent may be served, with its sort key (``served_records``), unsorted."""
     at = now_ms() if now is None else now
     files = served_files(store, audience, scope)
     wanted_type = None
@@ -307,6 +344,7 @@ def served_records(
                 for r in served
                 if (wanted_type is None or r.type is wanted_type) and store.sources.holds(r)
             )
+    keyed: list[tuple[tuple[int | bool, ...], Record]]
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).
         keyed = [((not r.governance.pinned, -r.updatedAt), r) for r in records]
@@ -323,6 +361,39 @@ def served_records(
                 keyed.append((key, r))
         if scope is None and wanted_type is None and len(texts) > len(records):
             texts.retain({r.id for r in records})
+    return keyed
+
+
+def served_records(
+    store: MemoryStore,
+    audience: Audience,
+    *,
+    scope: Scope | str | None = None,
+    query: str | None = None,
+    record_type: RecordType | str | None = None,
+    limit: int | None = None,
+    now: int | None = None,
+    cache: ServeCache | None = None,
+) -> list[Record]:
+    """Exactly the records an agent may be served, best first, at most ``limit`` (<= 100).
+
+    Without ``query``: pinned first, then the host's list order (newest update first, then
+    id). With ``query``: only records the host's ``recordRank`` matches, best rank first,
+    pinned first among equals, then the host's order (newest update, latest use, id).
+    ``StoreError(INVALID_RECORD)`` for a bad query, scope or type,
+    ``StoreError(SCOPE_NOT_SERVED)`` for a scope this audience is not served. ``cache``: a
+    ``ServeCache`` kept between calls (a server's), so unchanged files are not filtered
+    again and each record's text is lower-cased once.
+    """
+    keyed = _ranked(
+        store,
+        audience,
+        scope=scope,
+        query=query,
+        record_type=record_type,
+        now=now,
+        cache=cache,
+    )
     return _best(keyed, safe_limit(limit))
 
 
@@ -363,26 +434,93 @@ def render_record(record: Record) -> str:
     return f"## {title}\n\n_{' · '.join(facts)}_\n\n{record.content.strip()}\n"
 
 
-def to_markdown(
-    records: Sequence[Record], scopes: Sequence[Scope], *, query: str | None = None
-) -> str:
-    """The Markdown an agent gets for ``records`` (served from ``scopes``)."""
+def _head(count: int, scopes: Sequence[Scope], query: str | None) -> str:
     where = _scopes_text(scopes)
-    count = f"{len(records)} record{'s' if len(records) != 1 else ''}"
+    records = f"{count} record{'s' if count != 1 else ''}"
     if query is None:
-        head = (
-            f"# Verified workspace memory\n\n{count} a human verified for {where}; "
+        return (
+            f"# Verified workspace memory\n\n{records} a human verified for {where}; "
             "pinned first, then the most recently updated."
         )
-    else:
-        head = (
-            f"# Verified workspace memory matching {json.dumps(query, ensure_ascii=False)}\n\n"
-            f"{count} a human verified for {where}; best match first."
+    return (
+        f"# Verified workspace memory matching {json.dumps(query, ensure_ascii=False)}\n\n"
+        f"{records} a human verified for {where}; best match first."
+    )
+
+
+def _tail(cut: int, more: int, budget: int | None, query: str | None, limit: int) -> str:
+    """The line naming what was not sent ("" when everything was)."""
+    parts = []
+    if cut:
+        what = "matching " if query is not None else "verified "
+        parts.append(
+            f"{cut} more {what}record{'s' if cut != 1 else ''} not sent: over the budget "
+            f"({budget:,} bytes)"
         )
+    if more:
+        parts.append(f"{more:,} more beyond the limit of {limit} records")
+    if not parts:
+        return ""
+    hint = (
+        f"narrow the search to reach {'them' if cut + more != 1 else 'it'}"
+        if query is not None
+        else f"search with {SEARCH_TOOL_NAME} to reach {'them' if cut + more != 1 else 'it'}"
+    )
+    return f"\n_{'; '.join(parts)}; {hint}._\n"
+
+
+SEARCH_TOOL_NAME = "workspace_memory_search"
+
+
+def to_markdown(
+    records: Sequence[Record],
+    scopes: Sequence[Scope],
+    *,
+    query: str | None = None,
+    cut: int = 0,
+    more: int = 0,
+    budget: int | None = None,
+    limit: int = MAX_RESULTS,
+    rendered: Sequence[str] | None = None,
+) -> str:
+    """The Markdown an agent gets for ``records`` (served from ``scopes``), ending with the
+    line that names the ``cut`` records (over ``budget``) and the ``more`` beyond the limit.
+    ``rendered``: ``render_record`` of each record, when the caller has them.
+    """
+    head = _head(len(records), scopes, query)
+    tail = _tail(cut, more, budget, query, limit)
     if not records:
+        if cut:
+            return f"{head}\n{tail}"
         none = "no verified memory matches it" if query is not None else "no verified memory yet"
-        return f"{head}\n\nNothing to show: {none}.\n"
-    return head + "\n\n" + "\n".join(render_record(r) for r in records)
+        return f"{head}\n\nNothing to show: {none}.\n{tail}"
+    texts = rendered if rendered is not None else [render_record(r) for r in records]
+    return head + "\n\n" + "\n".join(texts) + tail
+
+
+def _fit(
+    records: Sequence[Record],
+    scopes: Sequence[Scope],
+    query: str | None,
+    more: int,
+    budget: int,
+    limit: int,
+) -> tuple[int, list[str]]:
+    """How many of ``records`` (a prefix: the served order is kept) fit in ``budget`` bytes
+    with the heading and the closing line, and the rendered text of those.
+    """
+    rendered: list[str] = []
+    body = 0  # the records' bytes and the blank lines between them
+    n = len(records)
+    for k, record in enumerate(records, 1):
+        text = render_record(record)
+        size = body + utf8_len(text) + (1 if k > 1 else 0)
+        head = utf8_len(_head(k, scopes, query)) + 2
+        if head + size + utf8_len(_tail(n - k, more, budget, query, limit)) > budget:
+            break
+        rendered.append(text)
+        body = size
+    return len(rendered), rendered
 
 
 def agent_view(
@@ -395,22 +533,41 @@ def agent_view(
     limit: int | None = None,
     now: int | None = None,
     cache: ServeCache | None = None,
+    budget: int | None = None,
 ) -> AgentView:
     """``served_records`` and their Markdown: exactly what an agent gets (the resources, the
-    tools' text, the app's "What the agent sees").
+    tools' text, the app's "What the agent sees", ``dsh-memory payload``). With ``budget``
+    (bytes), the records that fit in the served order, the rest in ``cut``.
     """
-    records = served_records(
+    keyed = _ranked(
         store,
         audience,
         scope=scope,
         query=query,
         record_type=record_type,
-        limit=limit,
         now=now,
         cache=cache,
     )
+    total, most = len(keyed), safe_limit(limit)
+    records = _best(keyed, most)
+    more = total - len(records)
     scopes = _scope_arg(audience, scope)
-    return AgentView(records, to_markdown(records, scopes, query=query), scopes)
+    if budget is None:
+        text = to_markdown(records, scopes, query=query, more=more, limit=most)
+        return AgentView(records, text, scopes, more=more)
+    fits, rendered = _fit(records, scopes, query, more, budget, most)
+    sent, cut = records[:fits], tuple(records[fits:])
+    text = to_markdown(
+        sent,
+        scopes,
+        query=query,
+        cut=len(cut),
+        more=more,
+        budget=budget,
+        limit=most,
+        rendered=rendered,
+    )
+    return AgentView(sent, text, scopes, cut, more, budget)
 
 
 # ----------------------------------------------------------------------------- use
