@@ -28,6 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .audit import AuditLog, export_entry, safe_append
 from .errors import ErrorCode, StoreError
 from .governance import display_conflict_groups, host_list_order
 from .jsonl import write_atomic
@@ -242,8 +243,10 @@ def export_bundle(
         records = [r for chosen, _ in per_file for r in host_list_order(chosen)]
         data = utf8(markdown_text(records))
         count = len(records)
+        exported = records
     else:
         lines: list[bytes] = []
+        exported = []
         fits = _HostImportCheck()
         for chosen, groups in per_file:
             for record in chosen:
@@ -252,11 +255,21 @@ def export_bundle(
                     left_out.append((record.id, why))
                     continue
                 lines.append(_export_line(record, groups.get(record.id)))
+                exported.append(record)
         head = b'{"schemaVersion": 1, "exportedAt": %d, "records": [' % exported_at
         body = b",\n".join(lines)
         data = head + (b"\n" + body + b"\n" if lines else b"") + b"]}\n"
         count = len(lines)
     write_atomic(out_path, data)
+    entry = export_entry(
+        path=out_path.resolve(),
+        fmt=fmt,
+        records=exported,
+        size=len(data),
+        workspace=store.paths.workspace,
+        at=exported_at,
+    )
+    safe_append(AuditLog(store.paths.home), entry)
     return ExportResult(
         out_path, count, exported_at, corrupt, future, fmt, len(data), tuple(left_out)
     )

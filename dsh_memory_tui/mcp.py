@@ -17,6 +17,11 @@ Resources ``memory://verified`` and ``memory://verified/<scope>``: the same text
 Every record served counts as used once per server run (``agent_view.mark_used``: one locked
 batch per file; shared-project records only with ``--yes-shared``).
 
+Every answer is bounded by the byte budget (``--budget-bytes``, ``DSH_MCP_BUDGET_BYTES``, 32 KiB:
+``agent_view.budget_bytes``) and appends one entry to the home's audit log (``audit.py``): the
+client's name and version from its ``initialize``, the session, what was asked, each record's
+id, revision and hash, the bytes sent; never the text.
+
 The SDK is imported only when a server is built, so the rest of the package never needs it.
 """
 
@@ -32,13 +37,16 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from .agent_view import (
+    DEFAULT_BUDGET_BYTES,
     AgentView,
     Audience,
     ServeCache,
     agent_view,
+    budget_bytes,
     mark_used,
     served_files,
 )
+from .audit import AuditLog, safe_append, served_entry
 from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
 from .sources import Citation
@@ -88,12 +96,13 @@ PROPOSE_DESCRIPTION = (
 )
 SEARCH_DESCRIPTION = (
     "Search the Workspace Memory a human verified (this project, this user, this session): "
-    "best match first, at most 100 records, as Markdown. Unverified proposals are never "
-    "returned."
+    "best match first, at most 100 records and the server's byte budget, as Markdown; the "
+    "last line says how many more matched. Unverified proposals are never returned."
 )
 LIST_DESCRIPTION = (
     "List the Workspace Memory a human verified (this project, this user, this session): "
-    "pinned first, then the most recently updated, at most 100 records, as Markdown."
+    "pinned first, then the most recently updated, at most 100 records and the server's byte "
+    "budget, as Markdown; the last line says how many were not sent."
 )
 
 
@@ -161,11 +170,16 @@ class MemoryServer:
         *,
         include_shared: bool = False,
         confirm_shared: bool = False,
+        budget: int = DEFAULT_BUDGET_BYTES,
+        audit: AuditLog | None = None,
     ) -> None:
         self.store = store
         self.session_id = session_id
         self.audience = Audience((session_id, None), include_shared)
         self.confirm_shared = confirm_shared
+        self.budget = budget
+        self.audit = audit
+        self.client: tuple[str, str] | None = None  # (name, version) from the initialize
         self._lock = threading.Lock()
         self._used: set[str] = set()  # ids whose use this run has written
         self._cache = ServeCache()
@@ -227,14 +241,28 @@ class MemoryServer:
 
     # ----------------------------------------------------------------- serving
 
-    def view(self, **kwargs: Any) -> AgentView:
-        """``agent_view`` for this server's audience, with the use of what it returns
-        recorded (once per record per server run).
+    def view(self, asked: dict[str, Any] | None = None, **kwargs: Any) -> AgentView:
+        """``agent_view`` for this server's audience under its budget, with the use of what it
+        returns recorded (once per record per server run) and, when ``asked`` says what the
+        client asked, the serving appended to the audit log.
         """
         with self._lock:
-            got = agent_view(self.store, self.audience, cache=self._cache, **kwargs)
+            got = agent_view(
+                self.store, self.audience, cache=self._cache, budget=self.budget, **kwargs
+            )
             self._record_use(got.records)
             self.settle()
+        if asked is not None:
+            entry = served_entry(
+                client=self.client,
+                session=self.session_id,
+                asked=asked,
+                records=got.records,
+                cut=len(got.cut),
+                size=got.size,
+                workspace=self.store.paths.workspace,
+            )
+            safe_append(self.audit, entry)
         return got
 
     def settle(self) -> None:
@@ -252,10 +280,21 @@ class MemoryServer:
     def search(
         self, query: Any, scope: Any = None, record_type: Any = None, limit: Any = None
     ) -> str:
-        return self.view(query=query, scope=scope, record_type=record_type, limit=limit).text
+        asked = _asked(SEARCH_TOOL, query=query, scope=scope, type=record_type, limit=limit)
+        got = self.view(asked, query=query, scope=scope, record_type=record_type, limit=limit)
+        return got.text
 
     def list_records(self, scope: Any = None) -> str:
-        return self.view(scope=scope).text
+        return self.view(_asked(LIST_TOOL, scope=scope), scope=scope).text
+
+    def read_resource(self, uri: str, scope: Scope | None) -> str:
+        return self.view({"resource": uri}, scope=scope).text
+
+    def note_client(self, info: Any) -> None:
+        """Keep the client's name and version from its ``initialize`` (``clientInfo``)."""
+        if isinstance(info, dict) and isinstance(info.get("name"), str):
+            version = info.get("version")
+            self.client = (info["name"], version if isinstance(version, str) else "")
 
     def _record_use(self, records: Sequence[Record]) -> None:
         fresh = [r for r in records if r.id not in self._used]
@@ -296,17 +335,30 @@ def citations_arg(value: Any) -> list[Citation]:
     return out
 
 
+def _asked(tool: str, **arguments: Any) -> dict[str, Any]:
+    """What a tool call asked, for the audit: the tool and the arguments it was given."""
+    return {"tool": tool, **{k: v for k, v in arguments.items() if v is not None}}
+
+
 def build_server(memory: MemoryServer) -> Any:
     """The ``MCPServer`` over ``memory``: three tools and the resources."""
     sdk = load_sdk()
     Context, MCPServer, ToolError = sdk["Context"], sdk["MCPServer"], sdk["ToolError"]
     ToolAnnotations = sdk["ToolAnnotations"]
+
+    async def note_client(ctx: Any, call_next: Any) -> Any:
+        # The client names itself once, in its initialize request (clientInfo).
+        if ctx.method == "initialize" and isinstance(ctx.params, dict):
+            memory.note_client(ctx.params.get("clientInfo"))
+        return await call_next(ctx)
+
     server = MCPServer(
         SERVER_NAME,
         title="Workspace Memory",
         instructions=INSTRUCTIONS,
         version=_version(),
         log_level="WARNING",
+        middleware=[note_client],
     )
 
     def run(call: Callable[[], str]) -> str:
@@ -449,8 +501,10 @@ def build_server(memory: MemoryServer) -> Any:
         return run(lambda: memory.list_records(scope))
 
     def resource(scope: Scope | None) -> Callable[[], str]:
+        uri = RESOURCE_URI if scope is None else f"{RESOURCE_URI}/{scope.value}"
+
         def read() -> str:
-            return memory.view(scope=scope).text
+            return memory.read_resource(uri, scope)
 
         return read
 
@@ -497,11 +551,21 @@ def serve(
     session: str | None = None,
     include_shared: bool = False,
     yes_shared: bool = False,
+    budget: int | str | None = None,
 ) -> None:
-    """Run the server on stdin/stdout until the client closes it."""
+    """Run the server on stdin/stdout until the client closes it. ``budget``: the bytes an
+    answer may take (``agent_view.budget_bytes``: the flag, the environment, the default).
+    """
+    limit = budget_bytes(budget)
+    audit = AuditLog(store.paths.home)
     load_sdk()
     memory = MemoryServer(
-        store, session_id_for(session), include_shared=include_shared, confirm_shared=yes_shared
+        store,
+        session_id_for(session),
+        include_shared=include_shared,
+        confirm_shared=yes_shared,
+        budget=limit,
+        audit=audit,
     )
     server = build_server(memory)
     try:  # load the files now, so the first call is as fast as the others
@@ -512,7 +576,8 @@ def serve(
         log.warning("%s", exc)
     print(
         f"dsh-memory mcp: workspace {store.paths.workspace}, user {store.user_id}, session "
-        f"{memory.session_id}{', shared-project included' if include_shared else ''}",
+        f"{memory.session_id}{', shared-project included' if include_shared else ''}, "
+        f"budget {limit:,} bytes, audit {audit.path}",
         file=sys.stderr,
         flush=True,
     )

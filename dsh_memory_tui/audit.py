@@ -1,0 +1,439 @@
+"""What was served or exported, to whom: the private append-only log (issue 25).
+
+Every answer ``dsh-memory mcp`` sends with records (a tool result, a resource read) and every
+export appends one JSON line to ``$DSH_HOME/audit/audit.jsonl``: when, which client (its name
+and version from the MCP ``initialize``), which session, what was asked (the tool and its
+arguments, or the resource), each record's id, revision and content hash, how many were cut
+by the budget, and the bytes sent. Never a record's title or content: a forget must leave no
+copy of the text here.
+
+The file is the home's, private (0600 in a 0700 directory, links refused, like the store's
+files), and shared by every server and export of the home: each entry is one ``write`` of one
+whole line to a file opened ``O_APPEND``, so two servers at once both get theirs in without a
+lock, and nothing is synced (a reply is not delayed by the disk). A line cut short by a crash
+is skipped by the reader (``unreadable``), and the next entry starts on a line of its own. Past
+``DSH_AUDIT_MAX_BYTES`` (default 8 MiB) the file is rotated (``audit.1.jsonl`` ... ``.3``, the
+oldest dropped) by whichever writer first takes ``audit.jsonl.lock``; an entry written during a
+rotation lands in one file or the other, never nowhere.
+
+``trails`` sums the log per record (served how often, to which sessions and clients, last
+when; exported when and where): the receipts of ``forget``/``archive``/``reject`` and the
+app's serving history. Nothing here imports textual or the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import ErrorCode, StoreError
+from .jsonl import _io_error, _open_private, _write_all, check_dirs, check_path, ensure_dir
+from .model import Record, now_ms
+from .present import relative, visible, when
+
+log = logging.getLogger(__name__)
+
+AUDIT_DIR = "audit"
+AUDIT_FILE = "audit.jsonl"
+MAX_BYTES_ENV = "DSH_AUDIT_MAX_BYTES"
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+KEEP = 3  # rotated files kept: audit.1.jsonl (newest) ... audit.3.jsonl
+STALE_LOCK_S = 60  # a rotation lock this old was left by a process that died
+SERVED = "served"
+EXPORTED = "exported"
+
+
+def _max_bytes() -> int:
+    value = os.environ.get(MAX_BYTES_ENV)
+    if not value:
+        return DEFAULT_MAX_BYTES
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise StoreError(ErrorCode.USAGE, f"{MAX_BYTES_ENV} {value!r} is not a byte count")
+    return number
+
+
+def record_refs(records: Iterable[Record]) -> list[dict[str, Any]]:
+    """What the log keeps of each record: its id, scope, revision and content hash."""
+    return [
+        {
+            "id": r.id,
+            "scope": r.scope.value,
+            "revision": r.governance.revision,
+            "contentHash": r.contentHash,
+        }
+        for r in records
+    ]
+
+
+def served_entry(
+    *,
+    client: tuple[str, str] | None,
+    session: str | None,
+    asked: dict[str, Any],
+    records: Sequence[Record],
+    cut: int,
+    size: int,
+    workspace: Path | str | None = None,
+    at: int | None = None,
+) -> dict[str, Any]:
+    """One serving: ``asked`` is ``{"tool": name, ...its arguments}`` or ``{"resource": uri}``."""
+    return {
+        "at": now_ms() if at is None else at,
+        "kind": SERVED,
+        "client": None if client is None else {"name": client[0], "version": client[1]},
+        "session": session,
+        "workspace": None if workspace is None else os.fspath(workspace),
+        "asked": asked,
+        "records": record_refs(records),
+        "cut": cut,
+        "bytes": size,
+        "pid": os.getpid(),
+    }
+
+
+def export_entry(
+    *,
+    path: Path | str,
+    fmt: str,
+    records: Sequence[Record],
+    size: int,
+    workspace: Path | str | None = None,
+    at: int | None = None,
+) -> dict[str, Any]:
+    """One export: where the bundle went and which revisions it holds."""
+    return {
+        "at": now_ms() if at is None else at,
+        "kind": EXPORTED,
+        "path": os.fspath(path),
+        "format": fmt,
+        "workspace": None if workspace is None else os.fspath(workspace),
+        "records": record_refs(records),
+        "bytes": size,
+        "pid": os.getpid(),
+    }
+
+
+class AuditLog:
+    """The home's audit log: ``append`` an entry, read ``entries`` back (oldest first)."""
+
+    def __init__(self, home: Path | str, max_bytes: int | None = None) -> None:
+        self.home = Path(home)
+        self.dir = self.home / AUDIT_DIR
+        self.path = self.dir / AUDIT_FILE
+        self.max_bytes = _max_bytes() if max_bytes is None else max_bytes
+        self._path = os.fspath(self.path)
+
+    def rotated(self, n: int) -> Path:
+        return self.dir / f"audit.{n}.jsonl"
+
+    def files(self) -> list[Path]:
+        """The log's files, oldest first."""
+        return [self.rotated(n) for n in range(KEEP, 0, -1)] + [self.path]
+
+    # ------------------------------------------------------------------- writing
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Append ``entry`` as one line (one ``write``). ``StoreError`` (UNSAFE_PATH,
+        WRITE_FAILED, PERMISSION_DENIED) when it cannot be written.
+        """
+        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        data = line.encode() + b"\n"
+        ensure_dir(self.dir, self.home)
+        fd, _ = _open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a line cut short by a crash stays apart, and skipped
+            _write_all(fd, data)
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise _io_error(self.path, "appending to the audit log", exc) from None
+        finally:
+            os.close(fd)
+        if size > self.max_bytes:
+            self._rotate()
+
+    def _rotate(self) -> None:
+        """Shift the files up by one (dropping the oldest) under ``audit.jsonl.lock``; another
+        process holding it is rotating already, so this one leaves it.
+        """
+        lock = self.dir / f"{AUDIT_FILE}.lock"
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            with contextlib.suppress(OSError):
+                if time.time() - os.lstat(lock).st_mtime >= STALE_LOCK_S:
+                    os.unlink(lock)  # its rotator died; the next append rotates
+            return
+        except OSError as exc:
+            log.warning("audit log not rotated: %s", _io_error(lock, "locking", exc))
+            return
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+            if os.lstat(self.path).st_size <= self.max_bytes:
+                return  # another process rotated it between our append and our lock
+            for n in range(KEEP, 0, -1):
+                older = self.path if n == 1 else self.rotated(n - 1)
+                check_path(older)
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(older, self.rotated(n))
+        except (OSError, StoreError) as exc:
+            log.warning("audit log not rotated: %s", exc)
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+
+    # ------------------------------------------------------------------- reading
+
+    def read(self) -> AuditRead:
+        """Every entry of every file, oldest first; lines that are not an entry are counted."""
+        out = AuditRead()
+        if not check_dirs_quietly(self.dir, self.home):
+            return out
+        for path in self.files():
+            try:
+                if not check_path(path):
+                    continue
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # rotated away meanwhile
+            except OSError as exc:
+                raise _io_error(path, "reading", exc) from None
+            try:
+                with os.fdopen(fd, "rb") as f:
+                    data = f.read()
+            except OSError as exc:
+                raise StoreError(
+                    ErrorCode.READ_FAILED, f"{path}: reading failed: {exc.strerror or exc}"
+                ) from None
+            for raw in data.split(b"\n"):
+                if not raw.strip():
+                    continue
+                entry = _entry(raw)
+                if entry is None:
+                    out.unreadable += 1
+                else:
+                    out.entries.append(entry)
+        return out
+
+
+def check_dirs_quietly(path: Path, root: Path) -> bool:
+    """False when the log's directory does not exist yet; ``UNSAFE_PATH`` when it is unsafe."""
+    check_dirs(path, root)
+    return os.path.isdir(path)
+
+
+def _entry(raw: bytes) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("at"), int)
+        or entry.get("kind") not in (SERVED, EXPORTED)
+        or not isinstance(entry.get("records"), list)
+    ):
+        return None
+    return entry
+
+
+@dataclass
+class AuditRead:
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: int = 0
+
+
+def client_text(entry: dict[str, Any]) -> str:
+    """``name version`` of the entry's client, or ``unknown client``."""
+    client = entry.get("client")
+    if not isinstance(client, dict) or not client.get("name"):
+        return "unknown client"
+    return " ".join(str(client[k]) for k in ("name", "version") if client.get(k))
+
+
+def asked_text(entry: dict[str, Any]) -> str:
+    """What an entry's client asked, in one line: ``search "ruff" scope=project``,
+    ``read memory://verified``, ``export markdown``."""
+    if entry["kind"] == EXPORTED:
+        return f"export {entry.get('format', '')}".strip()
+    asked = entry.get("asked")
+    if not isinstance(asked, dict):
+        return "?"
+    if "resource" in asked:
+        return f"read {asked['resource']}"
+    tool = str(asked.get("tool", "?")).removeprefix("workspace_memory_")
+    args = []
+    for key, value in asked.items():
+        if key == "tool":
+            continue
+        shown = json.dumps(value, ensure_ascii=False) if key == "query" else str(value)
+        args.append(shown if key == "query" else f"{key}={shown}")
+    return " ".join([tool, *args])
+
+
+_SINCE_UNITS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+
+
+def since_ms(value: str, now: int) -> int:
+    """``--since``: ``30m``, ``2h``, ``3d``, ``1w`` ago, or a UTC date or time
+    (``2026-12-01``, ``2026-12-01T10:00``, ``2026-12-01 10:00:00``). ``StoreError(USAGE)``."""
+    text = value.strip()
+    unit = _SINCE_UNITS.get(text[-1:].lower())
+    if unit is not None and text[:-1].isdigit():
+        return now - int(text[:-1]) * unit
+    try:
+        moment = datetime.fromisoformat(text.replace(" ", "T", 1).removesuffix("Z"))
+    except ValueError:
+        raise StoreError(
+            ErrorCode.USAGE,
+            f"--since {value!r} is not a time: use 2h, 3d, 2026-12-01 or 2026-12-01T10:00 (UTC)",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def entry_ids(entry: dict[str, Any]) -> list[str]:
+    return [str(r.get("id")) for r in entry.get("records", []) if isinstance(r, dict)]
+
+
+def select(
+    entries: Iterable[dict[str, Any]],
+    *,
+    record: str | None = None,
+    session: str | None = None,
+    since: int | None = None,
+) -> list[dict[str, Any]]:
+    """The entries naming ``record``, of ``session``, at or after ``since`` (all when None)."""
+    out = []
+    for entry in entries:
+        if since is not None and entry["at"] < since:
+            continue
+        if session is not None and entry.get("session") != session:
+            continue
+        if record is not None and record not in entry_ids(entry):
+            continue
+        out.append(entry)
+    return out
+
+
+# ----------------------------------------------------------------------------- per record
+
+
+@dataclass
+class Trail:
+    """Where one record went: its servings and its exports."""
+
+    served: int = 0
+    sessions: dict[str, int] = field(default_factory=dict)  # session -> last served
+    clients: dict[str, int] = field(default_factory=dict)  # "name version" -> last served
+    last_served: int | None = None
+    exports: list[tuple[int, str]] = field(default_factory=list)  # (when, where), oldest first
+
+    @property
+    def went_out(self) -> bool:
+        return bool(self.served or self.exports)
+
+
+def trails(entries: Iterable[dict[str, Any]]) -> dict[str, Trail]:
+    """Each record id's ``Trail`` over ``entries``."""
+    out: dict[str, Trail] = {}
+    for entry in entries:
+        at = entry["at"]
+        for rid in entry_ids(entry):
+            trail = out.setdefault(rid, Trail())
+            if entry["kind"] == EXPORTED:
+                trail.exports.append((at, str(entry.get("path"))))
+                continue
+            trail.served += 1
+            trail.last_served = max(at, trail.last_served or at)
+            session = entry.get("session")
+            if isinstance(session, str):
+                trail.sessions[session] = max(at, trail.sessions.get(session, at))
+            name = client_text(entry)
+            trail.clients[name] = max(at, trail.clients.get(name, at))
+    return out
+
+
+def _names(seen: dict[str, int], most: int = 3) -> str:
+    names = [visible(n) for n, _ in sorted(seen.items(), key=lambda kv: -kv[1])]
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else "twice" if n == 2 else f"{n} times"
+
+
+def served_summary(trail: Trail, now: int) -> str:
+    """One line: "served 12 times to 3 sessions, last 2 hours ago, to claude-code 2.1"."""
+    if not trail.served:
+        return "never served to an agent"
+    sessions = len(trail.sessions)
+    last = relative(trail.last_served or now, now)
+    return (
+        f"served {_times(trail.served)} to {sessions} session{'s' if sessions != 1 else ''} "
+        f"({_names(trail.sessions)}), last {last}, to {_names(trail.clients)}"
+    )
+
+
+def export_summary(trail: Trail) -> str:
+    if not trail.exports:
+        return "never exported"
+    at, where = trail.exports[-1]
+    return (
+        f"exported {_times(len(trail.exports))}, last {when(at)} UTC to {visible(where)}"
+        if len(trail.exports) > 1
+        else f"exported {when(at)} UTC to {visible(where)}"
+    )
+
+
+def receipt(trail: Trail | None, now: int) -> list[str]:
+    """What a forget, archive or reject should say about where the record already went."""
+    if trail is None or not trail.went_out:
+        return ["never served to an agent nor exported (as far as this home's audit log shows)"]
+    lines = [served_summary(trail, now), export_summary(trail)]
+    lines.append("those copies cannot be recalled: this only changes what is served from now on")
+    return lines
+
+
+def trail_of(home: Path | str, record_id: str) -> Trail | None:
+    """``record_id``'s trail in the home's log (None when it never went out). A log that
+    cannot be read is logged and taken as empty: a receipt never blocks a forget.
+    """
+    try:
+        entries = AuditLog(home).read().entries
+    except StoreError as exc:
+        log.warning("audit log not read: %s", exc)
+        return None
+    return trails(select(entries, record=record_id)).get(record_id)
+
+
+def record_receipt(home: Path | str, record_id: str, now: int | None = None) -> list[str]:
+    return receipt(trail_of(home, record_id), now_ms() if now is None else now)
+
+
+def safe_append(audit: AuditLog | None, entry: dict[str, Any]) -> None:
+    """``audit.append``, with a failure logged instead of raised: the answer still goes out
+    (a full disk must not take an agent's memory away), and stderr says the entry is missing.
+    """
+    if audit is None:
+        return
+    try:
+        audit.append(entry)
+    except StoreError as exc:
+        log.warning("audit entry not written: %s", exc)
