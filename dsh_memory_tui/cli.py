@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TextIO
 
 from . import __version__
+from .agent_view import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
 from .errors import ErrorCode, StoreError
 from .ids import short_ids
 from .model import Record, Scope, SourceRef, records_json
@@ -376,6 +377,10 @@ def cmd_sources(store: MemoryStore, args: argparse.Namespace) -> int:
     return 0
 
 
+# Actions that take a record out of what agents are served: they say where it already went.
+RECEIPT_ACTIONS = ("forget", "archive", "reject")
+
+
 def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.command == "forget":
         record = store.forget(args.id, confirm_shared=args.yes_shared)
@@ -386,6 +391,11 @@ def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
             reason=getattr(args, "reason", None),
             confirm_shared=args.yes_shared,
         )
+    if args.command in RECEIPT_ACTIONS:
+        from .audit import record_receipt
+
+        for line in record_receipt(store.paths.home, record.id, store.clock()):
+            print(line)
     g = record.governance
     return _written(
         record.id, f"{record.status.value}, {g.verification.value}, revision {g.revision}"
@@ -544,8 +554,93 @@ def cmd_mcp(store: MemoryStore, args: argparse.Namespace) -> int:
     from .mcp import serve  # the SDK is an optional extra: serve() says so when it is missing
 
     serve(
-        store, session=args.session, include_shared=args.include_shared, yes_shared=args.yes_shared
+        store,
+        session=args.session,
+        include_shared=args.include_shared,
+        yes_shared=args.yes_shared,
+        budget=args.budget_bytes,
     )
+    return 0
+
+
+def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
+    from .agent_view import Audience, agent_view, budget_bytes
+    from .mcp import session_id_for
+
+    session = session_id_for(args.session)
+    budget = budget_bytes(args.budget_bytes)
+    audience = Audience((session, None), args.include_shared)
+    got = agent_view(store, audience, budget=budget, now=store.clock())
+    if args.json:
+        _dump(
+            {
+                "session": session,
+                "budget": budget,
+                "bytes": got.size,
+                "tokens": got.tokens,
+                "included": [r.id for r in got.records],
+                "cut": [r.id for r in got.cut],
+                "beyondLimit": got.more,
+                "text": got.text,
+            }
+        )
+        return 0
+    if sys.stdout.isatty():  # a terminal sees the text with its hidden characters shown
+        sys.stdout.write(visible(got.text, multiline=True))
+        sys.stdout.flush()
+    else:  # a pipe or a file gets exactly the bytes the server sends
+        sys.stdout.buffer.write(got.text.encode())
+        sys.stdout.buffer.flush()
+    cut = f", {len(got.cut)} cut by the budget" if got.cut else ""
+    more = f", {got.more} beyond the limit" if got.more else ""
+    print(
+        f"{len(got.records)} record(s), {got.size:,} of {budget:,} bytes (~{got.tokens:,} "
+        f"tokens){cut}{more}; session {visible(session)}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_audit(store: MemoryStore, args: argparse.Namespace) -> int:
+    from .audit import AuditLog, asked_text, client_text, select, since_ms, trails
+
+    now = store.clock()
+    since = since_ms(args.since, now) if args.since else None
+    read = AuditLog(store.paths.home).read()
+    entries = select(read.entries, record=args.record, session=args.session, since=since)
+    if args.json:
+        _dump(entries)
+        return 0
+    rows = []
+    for e in entries:
+        where = client_text(e) if e["kind"] == "served" else str(e.get("path"))
+        rows.append(
+            [
+                when(e["at"], "%Y-%m-%d %H:%M:%S"),
+                e["kind"],
+                visible(str(e.get("session") or "-")),
+                visible(where),
+                visible(asked_text(e)),
+                str(len(e.get("records", []))),
+                str(e.get("bytes", "")),
+            ]
+        )
+    _table(
+        rows,
+        ["time (UTC)", "kind", "session", "client / path", "asked", "records", "bytes"],
+        sys.stdout,
+    )
+    if read.unreadable:
+        print(
+            f"{read.unreadable} unreadable line(s) skipped (cut short by a crash?)", file=sys.stderr
+        )
+    if args.record:
+        from .audit import receipt
+
+        for line in receipt(trails(entries).get(args.record), now):
+            print(line)
+    count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+    print(f"{count} in {AuditLog(store.paths.home).path}")
     return 0
 
 
@@ -593,6 +688,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "a workspace file (lines START-END, 1-based) the memory rests on; repeatable"
                 + ("; replaces its citations" if edit else "")
             ),
+        )
+
+    def budget_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--budget-bytes",
+            metavar="N",
+            help=f"the bytes one answer may take (default: ${BUDGET_ENV}, else "
+            f"{DEFAULT_BUDGET_BYTES}; at least {MIN_BUDGET_BYTES})",
         )
 
     def shared_opt(p: argparse.ArgumentParser) -> None:
@@ -747,6 +850,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep appending records (into the demo in DIR if there is one, else a new one)",
     )
 
+    p = command(
+        "payload",
+        cmd_payload,
+        "exactly the text dsh-memory mcp would send now for a session (its list and resource)",
+    )
+    p.add_argument(
+        "--session", help="the agent's session (default: $DSH_SESSION_ID, else a new one)"
+    )
+    p.add_argument("--include-shared", action="store_true", help="as dsh-memory mcp's flag")
+    budget_opt(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="the text with the included and cut ids, its bytes and a token estimate",
+    )
+
+    p = command("audit", cmd_audit, "what was served to agents and exported, from the audit log")
+    p.add_argument("--record", metavar="ID", help="only the entries naming this record")
+    p.add_argument("--session", help="only this session's servings")
+    p.add_argument(
+        "--since",
+        metavar="T",
+        help="only entries at or after T: 2026-12-01, 2026-12-01T10:00 (UTC), or 2h, 3d ago",
+    )
+    p.add_argument("--json", action="store_true", help="the entries as JSON")
+
     p = command("mcp", cmd_mcp, "serve workspace_memory_propose/search/list over stdio (MCP)")
     p.add_argument(
         "--session",
@@ -760,6 +889,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write the use counts of shared-project records",
     )
+    budget_opt(p)
     return parser
 
 
