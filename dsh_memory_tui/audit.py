@@ -407,7 +407,10 @@ def receipt(trail: Trail | None, now: int) -> list[str]:
     if trail is None or not trail.went_out:
         return ["never served to an agent nor exported (as far as this home's audit log shows)"]
     lines = [served_summary(trail, now), export_summary(trail)]
-    lines.append("those copies cannot be recalled: this only changes what is served from now on")
+    lines.append(
+        "copies already sent or exported cannot be recalled: this only changes what is "
+        "served from now on"
+    )
     return lines
 
 

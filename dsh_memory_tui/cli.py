@@ -602,11 +602,12 @@ def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_audit(store: MemoryStore, args: argparse.Namespace) -> int:
-    from .audit import AuditLog, asked_text, client_text, select, since_ms, trails
+    from .audit import AuditLog, asked_text, client_text, receipt, select, since_ms, trails
 
     now = store.clock()
     since = since_ms(args.since, now) if args.since else None
-    read = AuditLog(store.paths.home).read()
+    log = AuditLog(store.paths.home)
+    read = log.read()
     entries = select(read.entries, record=args.record, session=args.session, since=since)
     if args.json:
         _dump(entries)
@@ -625,22 +626,16 @@ def cmd_audit(store: MemoryStore, args: argparse.Namespace) -> int:
                 str(e.get("bytes", "")),
             ]
         )
-    _table(
-        rows,
-        ["time (UTC)", "kind", "session", "client / path", "asked", "records", "bytes"],
-        sys.stdout,
-    )
+    if rows:
+        headers = ["time (UTC)", "kind", "session", "client / path", "asked", "records", "bytes"]
+        _table(rows, headers, sys.stdout)
     if read.unreadable:
-        print(
-            f"{read.unreadable} unreadable line(s) skipped (cut short by a crash?)", file=sys.stderr
-        )
+        print(f"{read.unreadable} unreadable line(s) skipped (cut short)", file=sys.stderr)
     if args.record:
-        from .audit import receipt
-
         for line in receipt(trails(entries).get(args.record), now):
             print(line)
     count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
-    print(f"{count} in {AuditLog(store.paths.home).path}")
+    print(f"{count} in {log.path}")
     return 0
 
 

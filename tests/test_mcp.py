@@ -27,6 +27,7 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from interop.host import HostHarness, default_build_dir, ensure_build, is_built
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import Implementation
 
 from dsh_memory_tui import agent_view as av
 from dsh_memory_tui.mcp import INSTALL_HINT
@@ -74,8 +75,10 @@ async def client(
     *args: str,
     user: str = "alice",
     env: dict[str, str] | None = None,
+    client_info: Implementation | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """An initialised client session with ``dsh-memory mcp ARGS`` as a real subprocess."""
+    """An initialised client session with ``dsh-memory mcp ARGS`` as a real subprocess;
+    ``client_info``: the name and version the client gives in its initialize."""
     params = StdioServerParameters(
         command=sys.executable,
         args=[
@@ -96,7 +99,7 @@ async def client(
     with open(home.parent / "server-stderr.log", "a") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
+            ClientSession(read, write, client_info=client_info) as session,
         ):
             with anyio.fail_after(CALL_TIMEOUT_S):
                 await session.initialize()
