@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import ErrorCode, StoreError
 from .governance import locale_key
@@ -365,36 +365,20 @@ def _ranked(
 
 
 def served_records(
-    store: MemoryStore,
-    audience: Audience,
-    *,
-    scope: Scope | str | None = None,
-    query: str | None = None,
-    record_type: RecordType | str | None = None,
-    limit: int | None = None,
-    now: int | None = None,
-    cache: ServeCache | None = None,
+    store: MemoryStore, audience: Audience, *, limit: int | None = None, **criteria: Any
 ) -> list[Record]:
     """Exactly the records an agent may be served, best first, at most ``limit`` (<= 100).
 
-    Without ``query``: pinned first, then the host's list order (newest update first, then
-    id). With ``query``: only records the host's ``recordRank`` matches, best rank first,
-    pinned first among equals, then the host's order (newest update, latest use, id).
+    ``criteria``: ``scope``, ``query``, ``record_type``, ``now``, ``cache``. Without ``query``:
+    pinned first, then the host's list order (newest update first, then id). With ``query``:
+    only records the host's ``recordRank`` matches, best rank first, pinned first among
+    equals, then the host's order (newest update, latest use, id).
     ``StoreError(INVALID_RECORD)`` for a bad query, scope or type,
     ``StoreError(SCOPE_NOT_SERVED)`` for a scope this audience is not served. ``cache``: a
     ``ServeCache`` kept between calls (a server's), so unchanged files are not filtered
     again and each record's text is lower-cased once.
     """
-    keyed = _ranked(
-        store,
-        audience,
-        scope=scope,
-        query=query,
-        record_type=record_type,
-        now=now,
-        cache=cache,
-    )
-    return _best(keyed, safe_limit(limit))
+    return _best(_ranked(store, audience, **criteria), safe_limit(limit))
 
 
 def _best(keyed: list[tuple[tuple[int | bool, ...], Record]], limit: int) -> list[Record]:

@@ -77,6 +77,25 @@ def record_refs(records: Iterable[Record]) -> list[dict[str, Any]]:
     ]
 
 
+def _entry_of(
+    kind: str,
+    records: Sequence[Record],
+    size: int,
+    workspace: Path | str | None,
+    at: int | None,
+    **fields: Any,
+) -> dict[str, Any]:
+    return {
+        "at": now_ms() if at is None else at,
+        "kind": kind,
+        **fields,
+        "workspace": None if workspace is None else os.fspath(workspace),
+        "records": record_refs(records),
+        "bytes": size,
+        "pid": os.getpid(),
+    }
+
+
 def served_entry(
     *,
     client: tuple[str, str] | None,
@@ -89,18 +108,10 @@ def served_entry(
     at: int | None = None,
 ) -> dict[str, Any]:
     """One serving: ``asked`` is ``{"tool": name, ...its arguments}`` or ``{"resource": uri}``."""
-    return {
-        "at": now_ms() if at is None else at,
-        "kind": SERVED,
-        "client": None if client is None else {"name": client[0], "version": client[1]},
-        "session": session,
-        "workspace": None if workspace is None else os.fspath(workspace),
-        "asked": asked,
-        "records": record_refs(records),
-        "cut": cut,
-        "bytes": size,
-        "pid": os.getpid(),
-    }
+    who = None if client is None else {"name": client[0], "version": client[1]}
+    return _entry_of(
+        SERVED, records, size, workspace, at, client=who, session=session, asked=asked, cut=cut
+    )
 
 
 def export_entry(
@@ -113,16 +124,7 @@ def export_entry(
     at: int | None = None,
 ) -> dict[str, Any]:
     """One export: where the bundle went and which revisions it holds."""
-    return {
-        "at": now_ms() if at is None else at,
-        "kind": EXPORTED,
-        "path": os.fspath(path),
-        "format": fmt,
-        "workspace": None if workspace is None else os.fspath(workspace),
-        "records": record_refs(records),
-        "bytes": size,
-        "pid": os.getpid(),
-    }
+    return _entry_of(EXPORTED, records, size, workspace, at, path=os.fspath(path), format=fmt)
 
 
 class AuditLog:

@@ -30,13 +30,6 @@ SECRET_TITLE = "Zebra protocol codename"
 SECRET_CONTENT = "The launch passphrase is quartz-heron-42"
 
 
-def _dirs(tmp_path: Path) -> tuple[Path, Path]:
-    home, workspace = tmp_path / "home", tmp_path / "workspace"
-    home.mkdir()
-    workspace.mkdir()
-    return home, workspace
-
-
 def _verified(store: MemoryStore, title: str, content: str, scope: str = "project") -> str:
     rid = store.create(scope, "fact", title, content).id
     store.verify(rid)
@@ -54,8 +47,8 @@ def _all_bytes(home: Path) -> bytes:
 # ----------------------------------------------------------------------------- servings
 
 
-async def test_every_serving_appends_one_entry_naming_client_session_and_records(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_every_serving_appends_one_entry_naming_client_session_and_records(dirs, tmp_path):
+    home, workspace = dirs
     store = store_of(home, workspace)
     rid = _verified(store, SECRET_TITLE, SECRET_CONTENT)
     async with client(home, workspace, "--session", "s7", client_info=AGENT) as session:
@@ -86,8 +79,8 @@ async def test_every_serving_appends_one_entry_naming_client_session_and_records
     assert entries[0]["bytes"] == len(listed.encode())
 
 
-async def test_the_log_never_holds_a_records_title_or_content(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_the_log_never_holds_a_records_title_or_content(dirs, tmp_path):
+    home, workspace = dirs
     _verified(store_of(home, workspace), SECRET_TITLE, SECRET_CONTENT)
     async with client(home, workspace) as session:
         await ok(session, "workspace_memory_list")
@@ -100,8 +93,8 @@ async def test_the_log_never_holds_a_records_title_or_content(tmp_path):
         assert secret.encode() not in data
 
 
-async def test_the_log_is_0600_in_a_0700_directory_whatever_the_umask(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_the_log_is_0600_in_a_0700_directory_whatever_the_umask(dirs, tmp_path):
+    home, workspace = dirs
     _verified(store_of(home, workspace), "a", "b")
     old = os.umask(0)
     try:
@@ -114,8 +107,8 @@ async def test_the_log_is_0600_in_a_0700_directory_whatever_the_umask(tmp_path):
     assert (home / "audit" / "audit.jsonl").stat().st_mode & 0o777 == 0o600
 
 
-async def test_a_cut_by_the_budget_is_counted_in_the_entry(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_a_cut_by_the_budget_is_counted_in_the_entry(dirs, tmp_path):
+    home, workspace = dirs
     store = store_of(home, workspace)
     for i in range(12):
         _verified(store, f"title {i}", f"content {i} " + "z" * 300)
@@ -126,8 +119,8 @@ async def test_a_cut_by_the_budget_is_counted_in_the_entry(tmp_path):
     assert f"{entry['cut']} more verified records not sent" in text
 
 
-async def test_two_servers_at_once_both_get_every_entry_in(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_two_servers_at_once_both_get_every_entry_in(dirs, tmp_path):
+    home, workspace = dirs
     _verified(store_of(home, workspace), "shared fact", "both servers serve it")
     calls = 25
 
@@ -145,8 +138,8 @@ async def test_two_servers_at_once_both_get_every_entry_in(tmp_path):
     assert sessions.count("left") == calls and sessions.count("right") == calls
 
 
-async def test_a_failing_log_does_not_take_the_answer_away(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_a_failing_log_does_not_take_the_answer_away(dirs, tmp_path):
+    home, workspace = dirs
     _verified(store_of(home, workspace), "still served", "even without a log")
     (home / "audit").mkdir(mode=0o700)
     (home / "audit" / "audit.jsonl").symlink_to(tmp_path / "elsewhere")
@@ -232,8 +225,8 @@ def test_a_symlinked_log_is_refused(tmp_path):
 # ----------------------------------------------------------------------------- exports
 
 
-def test_an_export_is_an_entry_naming_where_and_which_revisions(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_an_export_is_an_entry_naming_where_and_which_revisions(dirs, tmp_path):
+    home, workspace = dirs
     store = store_of(home, workspace)
     rid = _verified(store, SECRET_TITLE, SECRET_CONTENT)
     result = run_cli(home, workspace, "export", "--out", str(tmp_path / "b.md"))
@@ -290,8 +283,8 @@ def _three_entries(home: Path) -> list[str]:
     return ["memory:a", "memory:b"]
 
 
-def test_audit_lists_every_entry_and_filters_by_record_session_and_time(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_audit_lists_every_entry_and_filters_by_record_session_and_time(dirs, tmp_path):
+    home, workspace = dirs
     _three_entries(home)
     every = run_cli(home, workspace, "audit")
     assert every.returncode == 0, every.stderr
@@ -309,8 +302,8 @@ def test_audit_lists_every_entry_and_filters_by_record_session_and_time(tmp_path
     assert [e["kind"] for e in since] == ["served", "exported"]
 
 
-def test_audit_of_a_record_ends_with_where_it_went(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_audit_of_a_record_ends_with_where_it_went(dirs, tmp_path):
+    home, workspace = dirs
     _three_entries(home)
     out = run_cli(home, workspace, "audit", "--record", "memory:b").stdout
     assert "served once to 1 session (s2)" in out and "to codex 0.5" in out
@@ -318,15 +311,15 @@ def test_audit_of_a_record_ends_with_where_it_went(tmp_path):
     assert "cannot be recalled" in out
 
 
-def test_audit_with_a_bad_since_is_a_usage_error(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_audit_with_a_bad_since_is_a_usage_error(dirs, tmp_path):
+    home, workspace = dirs
     result = run_cli(home, workspace, "audit", "--since", "yesterday-ish")
     assert result.returncode == 2
     assert result.stderr.startswith("error[USAGE]: --since 'yesterday-ish' is not a time")
 
 
-def test_audit_of_an_empty_home_says_so(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_audit_of_an_empty_home_says_so(dirs, tmp_path):
+    home, workspace = dirs
     result = run_cli(home, workspace, "audit")
     assert result.returncode == 0
     assert result.stdout.startswith("0 entries in ")

@@ -64,13 +64,6 @@ def inspector() -> Path:
     return launcher
 
 
-def _dirs(tmp_path: Path) -> tuple[Path, Path]:
-    home, workspace = tmp_path / "home", tmp_path / "workspace"
-    home.mkdir()
-    workspace.mkdir()
-    return home, workspace
-
-
 def inspect(
     launcher: Path, home: Path, workspace: Path, *method: str, server_args: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -91,6 +84,21 @@ def inspect(
     return json.loads(done.stdout)
 
 
+def call_tool(
+    launcher: Path,
+    home: Path,
+    workspace: Path,
+    tool: str,
+    *args: str,
+    server_args: tuple[str, ...] = (),
+) -> str:
+    """The text of one ``tools/call`` of ``tool`` (``args``: ``--tool-arg key=value``...)."""
+    method = ("--method", "tools/call", "--tool-name", tool, *args)
+    answer = inspect(launcher, home, workspace, *method, server_args=server_args)
+    assert answer["isError"] is False, answer
+    return _text(answer)
+
+
 def _text(answer: dict[str, Any]) -> str:
     items = answer.get("content") or answer.get("contents")
     assert items, answer
@@ -106,22 +114,17 @@ def _fill(home: Path, workspace: Path, n: int = 15) -> None:
     store.apply_many("verify", ids)
 
 
-def test_the_inspector_lists_exactly_the_payload_and_is_audited_by_name(inspector, tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_the_inspector_lists_exactly_the_payload_and_is_audited_by_name(inspector, dirs, tmp_path):
+    home, workspace = dirs
     _fill(home, workspace)
     payload = run_cli(home, workspace, "payload", "--session", "i1", "--budget-bytes", "3000")
-    answer = inspect(
+    text = call_tool(
         inspector,
         home,
         workspace,
-        "--method",
-        "tools/call",
-        "--tool-name",
         "workspace_memory_list",
         server_args=("--session", "i1", "--budget-bytes", "3000"),
     )
-    assert answer["isError"] is False
-    text = _text(answer)
     assert text == payload.stdout
     assert len(text.encode()) <= 3000 and "more verified records not sent" in text
     (entry,) = AuditLog(home).read().entries
@@ -132,29 +135,25 @@ def test_the_inspector_lists_exactly_the_payload_and_is_audited_by_name(inspecto
     assert entry["cut"] == 15 - len(entry["records"]) > 0
 
 
-def test_the_inspectors_search_is_bounded_and_audited_with_its_query(inspector, tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_the_inspectors_search_is_bounded_and_audited_with_its_query(inspector, dirs, tmp_path):
+    home, workspace = dirs
     _fill(home, workspace)
-    answer = inspect(
+    text = call_tool(
         inspector,
         home,
         workspace,
-        "--method",
-        "tools/call",
-        "--tool-name",
         "workspace_memory_search",
         "--tool-arg",
         "query=content",
         server_args=("--budget-bytes", "2000"),
     )
-    text = _text(answer)
     assert len(text.encode()) <= 2000 and "more matching records not sent" in text
     (entry,) = AuditLog(home).read().entries
     assert entry["asked"] == {"tool": "workspace_memory_search", "query": "content"}
 
 
-def test_the_inspectors_resource_read_is_audited_as_that_resource(inspector, tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_the_inspectors_resource_read_is_audited_as_that_resource(inspector, dirs, tmp_path):
+    home, workspace = dirs
     _fill(home, workspace, n=2)
     answer = inspect(
         inspector,

@@ -17,13 +17,6 @@ from test_mcp import client, ok, store_of
 from dsh_memory_tui import agent_view as av
 
 
-def _dirs(tmp_path: Path) -> tuple[Path, Path]:
-    home, workspace = tmp_path / "home", tmp_path / "workspace"
-    home.mkdir()
-    workspace.mkdir()
-    return home, workspace
-
-
 def _fill(home: Path, workspace: Path, n: int = 12) -> list[str]:
     store = store_of(home, workspace)
     ids = [
@@ -47,8 +40,8 @@ def _payload_bytes(home: Path, workspace: Path, *args: str) -> bytes:
     return done.stdout
 
 
-async def test_payload_is_byte_for_byte_what_the_server_sends_for_that_session(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_payload_is_byte_for_byte_what_the_server_sends_for_that_session(dirs, tmp_path):
+    home, workspace = dirs
     _fill(home, workspace)
     payload = _payload_bytes(home, workspace, "--session", "s1", "--budget-bytes", "2500")
     async with client(home, workspace, "--session", "s1", "--budget-bytes", "2500") as session:
@@ -58,8 +51,8 @@ async def test_payload_is_byte_for_byte_what_the_server_sends_for_that_session(t
     assert b"more verified records not sent: over the budget (2,500 bytes)" in payload
 
 
-def test_payload_json_names_the_included_and_cut_ids_the_bytes_and_tokens(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_payload_json_names_the_included_and_cut_ids_the_bytes_and_tokens(dirs, tmp_path):
+    home, workspace = dirs
     _fill(home, workspace)
     result = run_cli(
         home, workspace, "payload", "--session", "s1", "--budget-bytes", "2500", "--json"
@@ -74,16 +67,16 @@ def test_payload_json_names_the_included_and_cut_ids_the_bytes_and_tokens(tmp_pa
     assert got["budget"] == 2500 and got["session"] == "s1" and got["beyondLimit"] == 0
 
 
-def test_payload_takes_the_budget_from_the_environment_like_the_server(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_payload_takes_the_budget_from_the_environment_like_the_server(dirs, tmp_path):
+    home, workspace = dirs
     _fill(home, workspace)
     result = run_cli(home, workspace, "payload", "--json", env={av.BUDGET_ENV: "1500"})
     got = json.loads(result.stdout)
     assert got["budget"] == 1500 and got["bytes"] <= 1500
 
 
-def test_payload_says_its_size_and_cut_on_stderr(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_payload_says_its_size_and_cut_on_stderr(dirs, tmp_path):
+    home, workspace = dirs
     _fill(home, workspace)
     result = run_cli(home, workspace, "payload", "--session", "s1", "--budget-bytes", "2500")
     assert result.stdout.startswith("# Verified workspace memory")
@@ -92,10 +85,10 @@ def test_payload_says_its_size_and_cut_on_stderr(tmp_path):
     assert summary.endswith("session s1")
 
 
-def test_payload_shows_hidden_characters_on_a_terminal_only(tmp_path):
+def test_payload_shows_hidden_characters_on_a_terminal_only(dirs, tmp_path):
     """A pipe gets the exact bytes; a terminal (``script`` gives the command one) gets
     ``visible`` text: a record's bidi override never reaches it raw."""
-    home, workspace = _dirs(tmp_path)
+    home, workspace = dirs
     store = store_of(home, workspace)
     rid = store.create("project", "fact", "escape", "before \u202e after").id
     store.verify(rid)
@@ -114,8 +107,8 @@ def test_payload_shows_hidden_characters_on_a_terminal_only(tmp_path):
     assert "\u202e".encode() not in shown.stdout
 
 
-def test_payload_with_a_bad_budget_exits_2(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_payload_with_a_bad_budget_exits_2(dirs, tmp_path):
+    home, workspace = dirs
     result = run_cli(home, workspace, "payload", "--budget-bytes", "many")
     assert result.returncode == 2
     assert result.stderr.startswith("error[USAGE]: --budget-bytes 'many'")

@@ -6,8 +6,6 @@ Real CLI processes; servings through a real server and the SDK's client.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from conftest import run_cli
 from mcp.types import Implementation
 from test_mcp import client, ok, store_of
@@ -15,15 +13,8 @@ from test_mcp import client, ok, store_of
 RECALL = "copies already sent or exported cannot be recalled"
 
 
-def _dirs(tmp_path: Path) -> tuple[Path, Path]:
-    home, workspace = tmp_path / "home", tmp_path / "workspace"
-    home.mkdir()
-    workspace.mkdir()
-    return home, workspace
-
-
-async def test_forget_says_which_sessions_and_clients_got_the_record(tmp_path):
-    home, workspace = _dirs(tmp_path)
+async def test_forget_says_which_sessions_and_clients_got_the_record(dirs, tmp_path):
+    home, workspace = dirs
     store = store_of(home, workspace)
     rid = store.create("project", "fact", "db", "PostgreSQL 16").id
     store.verify(rid)
@@ -43,8 +34,8 @@ async def test_forget_says_which_sessions_and_clients_got_the_record(tmp_path):
     assert lines[-1] == rid
 
 
-def test_archive_says_where_the_record_was_exported(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_archive_says_where_the_record_was_exported(dirs, tmp_path):
+    home, workspace = dirs
     store = store_of(home, workspace)
     rid = store.create("project", "fact", "t", "c").id
     run_cli(home, workspace, "export", "--out", str(tmp_path / "team.json"))
@@ -56,8 +47,8 @@ def test_archive_says_where_the_record_was_exported(tmp_path):
     assert result.stdout.splitlines()[-1] == rid
 
 
-def test_reject_of_a_record_that_never_went_out_says_so(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_reject_of_a_record_that_never_went_out_says_so(dirs, tmp_path):
+    home, workspace = dirs
     rid = store_of(home, workspace).propose("project", "fact", "t", "c", session=("s1", None)).id
     result = run_cli(home, workspace, "reject", rid, "--reason", "wrong")
     assert result.returncode == 0, result.stderr
@@ -66,8 +57,8 @@ def test_reject_of_a_record_that_never_went_out_says_so(tmp_path):
     assert result.stdout.splitlines()[-1] == rid
 
 
-def test_a_refused_forget_prints_no_receipt(tmp_path):
-    home, workspace = _dirs(tmp_path)
+def test_a_refused_forget_prints_no_receipt(dirs, tmp_path):
+    home, workspace = dirs
     result = run_cli(home, workspace, "forget", "memory:nope")
     assert result.returncode == 1
     assert result.stdout == ""
