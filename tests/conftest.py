@@ -119,3 +119,12 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT_S
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.01)
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """An empty home and workspace: ``tmp_path/home``, ``tmp_path/workspace``."""
+    home, workspace = tmp_path / "home", tmp_path / "workspace"
+    home.mkdir()
+    workspace.mkdir()
+    return home, workspace

@@ -56,14 +56,6 @@ ANSWER = (
 # ----------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    home, workspace = tmp_path / "home", tmp_path / "workspace"
-    home.mkdir()
-    workspace.mkdir()
-    return home, workspace
-
-
 def store_of(home: Path, workspace: Path, user: str = "alice") -> MemoryStore:
     return MemoryStore.open(home, workspace, user)
 
