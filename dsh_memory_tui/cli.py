@@ -472,6 +472,45 @@ def cmd_check(store: MemoryStore, args: argparse.Namespace) -> int:
     return 0 if report.clean else 1
 
 
+def cmd_merge_file(store: MemoryStore, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .team import merge_file
+
+    name = args.path or args.ours
+    try:
+        merged = merge_file(
+            Path(args.base), Path(args.ours), Path(args.theirs), store.paths.shared_file().location
+        )
+    except StoreError as exc:
+        raise StoreError(exc.code, f"{name}: not merged: {exc.message}") from None
+    for conflict in merged.conflicts:
+        rival = f"; the other version is {conflict.rival.id}" if conflict.rival else ""
+        print(
+            f"{name}: {visible(conflict.record_id)} was decided differently on each branch: "
+            f"now unverified for review{visible(rival)} (K keeps one)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_git(store: MemoryStore, args: argparse.Namespace) -> int:
+    from . import team
+
+    workspace = store.paths.workspace
+    if args.action == "install":
+        state = team.install(workspace)
+    elif args.action == "uninstall":
+        state = team.uninstall(workspace)
+    else:
+        state = team.status(workspace)
+    print(f"repository: {state.repository or '(none)'}")
+    print(f".gitattributes: {'merge=' + team.DRIVER if state.attribute else '(not set)'}")
+    print(f"driver: {state.driver or '(not set)'}")
+    print(state.summary())
+    return 0 if args.action == "uninstall" or state.installed else 1
+
+
 def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
     from .bundle import export_bundle
 
@@ -832,6 +871,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("check", cmd_check, "report corrupt, torn, oversized and unsafe files")
     p.add_argument("--repair", action="store_true", help="quarantine and compact what it can")
+
+    p = command(
+        "merge-file",
+        cmd_merge_file,
+        "git's merge driver for shared.jsonl: merge BASE OURS THEIRS by record id into OURS",
+    )
+    p.add_argument("base")
+    p.add_argument("ours")
+    p.add_argument("theirs")
+    p.add_argument("path", nargs="?", help="the file's path in the repository (for messages)")
+
+    p = command(
+        "git",
+        cmd_git,
+        "set up (install), remove (uninstall) or show (status) the merge driver for "
+        "shared.jsonl in the workspace's git repository",
+    )
+    p.add_argument("action", choices=["install", "uninstall", "status"])
 
     p = command("auto-write", cmd_auto_write, "session digests from tool results (JSON lines)")
     p.add_argument("--events", metavar="FILE", help="read this file instead of stdin")

@@ -716,9 +716,25 @@ class Location:
     stem: str | None = None
 
     def owns(self, scope_key: str) -> bool:
+        if self.scope_key is not None and scope_key == self.scope_key:
+            return True
+        if self.scope is Scope.SHARED:
+            return is_root_id(scope_key)  # a team's file: every clone's records (SPEC 3)
         if self.scope_key is not None:
-            return scope_key == self.scope_key
+            return False
         return self.stem is not None and session_file_stem(scope_key) == self.stem
+
+    def teammate(self, scope_key: str) -> bool:
+        """A record of this shared file written by another clone (another rootId)."""
+        return self.scope is Scope.SHARED and scope_key != self.scope_key and is_root_id(scope_key)
+
+
+_ROOT_ID = re.compile(r"root:[0-9a-f]{64}")
+
+
+def is_root_id(key: str) -> bool:
+    """``root:`` + sha256 hex: the host's id of a workspace (another clone's, in a team)."""
+    return len(key) == 69 and _ROOT_ID.fullmatch(key) is not None
 
 
 class RecordInvalid(ValueError):
@@ -1107,8 +1123,17 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
     """The host's verdict on a parsed JSON value, in the host's order of checks."""
     if isinstance(obj, dict) and location is not None:
         key = obj.get("scopeKey")
-        if obj.get("scope") == location.scope.value and type(key) is str and not location.owns(key):
-            return ForeignLine(key, _str_or_none(obj.get("id")), _str_or_none(obj.get("title")))
+        if obj.get("scope") == location.scope.value and type(key) is str:
+            if not location.owns(key):
+                return ForeignLine(key, _str_or_none(obj.get("id")), _str_or_none(obj.get("title")))
+            if location.teammate(key):
+                # Another clone's line: its author's host judges it; one it refuses is kept
+                # byte for byte like any foreign line, never quarantined by us.
+                found = ForeignLine(key, _str_or_none(obj.get("id")), _str_or_none(obj.get("title")))
+                try:
+                    return _validate_value(obj, Location(location.scope, key))
+                except RecordInvalid:
+                    return found
     if _is_object(obj):
         version = obj.get("schemaVersion") if isinstance(obj, dict) else None
         if version != SCHEMA_VERSION or type(version) is bool:
@@ -1257,7 +1282,7 @@ def usual_run(
         if location is not None:
             if d["scope"] is not scope:
                 break  # the host-order path says why
-            if not (d["scopeKey"] == key if key is not None else location.owns(d["scopeKey"])):
+            if d["scopeKey"] != key and not location.owns(d["scopeKey"]):
                 append(ForeignLine(d["scopeKey"], d["id"], d["title"]))
                 i += 1
                 continue

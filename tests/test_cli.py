@@ -666,7 +666,9 @@ def test_adopt_takes_a_moved_projects_records(fixture_home: Home) -> None:
             json.dumps(dict(shared_line, id="memory:moved-shared", scopeKey=old_root)).encode()
             + b"\n"
         )
-    assert "memory:moved" not in ok(fixture_home, "list")
+    listed = ok(fixture_home, "list")
+    assert "memory:moved " not in listed  # a project file's other rootId: foreign, hidden
+    assert "memory:moved-shared" in listed  # a shared file's: a team record, shown
     out = ok(fixture_home, "adopt")
     assert f"records.jsonl: 1 line(s) of {old_root} adopted" in out
     assert "shared.jsonl: skipped (shared-project needs --yes-shared)" in out

@@ -159,6 +159,8 @@ def other_roots(view: FileView, paths: StorePaths) -> dict[str, int]:
     """
     if view.scope not in (Scope.PROJECT, Scope.SHARED):
         return {}
+    if view.scope is Scope.SHARED:
+        return view.clones()  # shown as team records; adopt still takes a moved project's
     return {
         key: n
         for key, n in view.foreign.items()
@@ -172,6 +174,17 @@ def _foreign_object(entry: ParsedLine) -> dict[str, Any] | None:
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
+
+
+def _other_root(result: object, roots: dict[str, int]) -> str | None:
+    """The former rootId of a line ``adopt`` takes: a foreign line of a project file, or a
+    teammate's record of a shared file (shown already, but not by this machine's host).
+    """
+    if isinstance(result, ForeignLine) and result.scope_key in roots:
+        return result.scope_key
+    if isinstance(result, Record) and result.scopeKey in roots:
+        return result.scopeKey
+    return None
 
 
 def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> AdoptResult:
@@ -202,16 +215,19 @@ def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> A
         entries = parse_lines((got[1] if got else b"").split(b"\n"), location)
         owner: dict[str, str] = {}  # id -> the former root whose lines carry it
         clash: dict[str, str] = {}
+        own = {
+            e.result.id
+            for e in entries
+            if isinstance(e.result, Record) and e.result.scopeKey == location.scope_key
+        }
         for entry in entries:
-            result_ = entry.result
-            if not isinstance(result_, ForeignLine) or result_.scope_key not in roots:
+            former = _other_root(entry.result, roots)
+            rid = getattr(entry.result, "id", None)
+            if former is None or rid is None:
                 continue
-            rid = result_.id
-            if rid is None:
-                continue
-            if rid in view.versions:
+            if rid in own:
                 clash[rid] = "this workspace has a record with that id"
-            elif owner.setdefault(rid, result_.scope_key) != result_.scope_key:
+            elif owner.setdefault(rid, former) != former:
                 clash[rid] = "lines of two former workspaces carry that id"
         adopted: dict[str, int] = {}
         left: dict[str, str] = dict(clash)
@@ -219,8 +235,9 @@ def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> A
 
         def migrate(entry: ParsedLine, loc: Location) -> Record | None:
             found = entry.result
-            if isinstance(found, ForeignLine) and found.scope_key in roots:
-                rid = found.id or "(no id)"
+            former = _other_root(found, roots)
+            if former is not None:
+                rid = getattr(found, "id", None) or "(no id)"
                 if rid in clash:
                     return None
                 obj = _foreign_object(entry)
@@ -236,7 +253,7 @@ def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> A
                 if not isinstance(record, Record):
                     left[rid] = "from a newer schema: kept as it is"
                     return None
-                adopted[found.scope_key] = adopted.get(found.scope_key, 0) + 1
+                adopted[former] = adopted.get(former, 0) + 1
                 if record.id not in ids:
                     ids.append(record.id)
                 return record

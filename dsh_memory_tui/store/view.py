@@ -108,6 +108,7 @@ class FileView:
         self._dirs = dirs_to_check(file.path.parent, file.root)  # pathlib once, not per read
         self._location: tuple[StoreFile, str | None, Location] | None = None
         self._quarantine: LineCount | None = None
+        self._clones: tuple[tuple[int, int], dict[str, int]] | None = None
         self.epoch = 0
         self._clear()
 
@@ -159,6 +160,20 @@ class FileView:
     def other_profile_lines(self) -> int:
         """Lines of other scopeKeys (other users' profiles in user.jsonl): never shown."""
         return sum(self.foreign.values())
+
+    def clones(self) -> dict[str, int]:
+        """Records of a shared file written by other clones (other rootIds), per rootId: the
+        team's records, shown as this project's (SPEC 3). Empty for every other file.
+        """
+        key = (self.epoch, len(self.applied))
+        cached = self._clones
+        if cached is None or cached[0] != key:
+            counts: Counter[str] = Counter()
+            if self.scope is Scope.SHARED:
+                own = self.scope_key
+                counts.update(r.scopeKey for r in self.current.values() if r.scopeKey != own)
+            self._clones = cached = (key, dict(counts))
+        return cached[1]
 
     @property
     def location(self) -> Location:

@@ -191,6 +191,8 @@ def rewrite(
         ):
             record = migrate(entry, location)
             migrated += record is not None
+        elif record is not None and migrate is not None and location.teammate(record.scopeKey):
+            record = migrate(entry, location) or record  # adopt: a moved project's records
         if record is None and isinstance(entry.result, RecordInvalid):
             salvaged = salvage_glued(entry.raw, location)
             if salvaged is not None:

@@ -1,0 +1,548 @@
+"""Team memory: ``shared.jsonl`` travels in git, so every clone's records live in one file.
+
+- Whose clone wrote a record (``CloneNames``): its rootId, named by the git author who first
+  committed a line of it when git can tell.
+- The three-way merge by record id that git runs as a merge driver (``merge``, ``merge_file``):
+  never by line, so two branches that both wrote records merge without a conflict.
+- The shared file's own problems that a merge made without the driver leaves (``problems``):
+  conflict markers, and one revision of a record decided two ways.
+- Setting the driver up in the workspace's repository (``install``, ``uninstall``, ``status``).
+
+No I/O on store files but through ``jsonl``; git is run as a process, never parsed from disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ErrorCode, StoreError
+from .jsonl import MAX_STORE_BYTES, write_atomic
+from .model import (
+    Location,
+    ParsedLine,
+    Record,
+    Status,
+    Verification,
+    checked,
+    conflict_group_for,
+    next_revision,
+    parse_entries,
+    sha256_hex,
+)
+
+DRIVER = "dsh-memory"
+SHARED_PATH = ".dsh/workspace-memory/shared.jsonl"  # in the workspace (paths.shared_file)
+
+# ------------------------------------------------------------------ whose clone wrote it
+
+
+def short_root(root_id: str) -> str:
+    """A rootId as people read it: its first 8 hex."""
+    return "clone " + root_id.removeprefix("root:")[:8]
+
+
+class CloneNames:
+    """Who wrote the records of other clones (rootIds) in a shared file: the git author of the
+    first commit that added a line of that rootId, else the rootId's first hex. Asked once per
+    rootId (one ``git log -S``); nothing when the workspace is not in a git repository.
+    """
+
+    def __init__(self, workspace: Path, shared: Path, own_root: str) -> None:
+        self.workspace = workspace
+        self.shared = shared
+        self.own_root = own_root
+        self._names: dict[str, str] = {}
+
+    def label(self, scope_key: str) -> str:
+        """ "" for this clone's records; the author (or the rootId's first hex) otherwise."""
+        if scope_key == self.own_root:
+            return ""
+        name = self._names.get(scope_key)
+        if name is None:
+            author = _first_author(self.workspace, self.shared, scope_key)
+            name = self._names[scope_key] = author or short_root(scope_key)
+        return name
+
+
+def _git(cwd: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess[str] | None:
+    """``git args`` in ``cwd``; None when git is not there or fails (``check``: raise)."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        if check:
+            raise StoreError(ErrorCode.GIT_FAILED, f"git {args[0]}: {exc}") from None
+        return None
+    if done.returncode != 0:
+        if check:
+            why = done.stderr.strip().splitlines()
+            raise StoreError(
+                ErrorCode.GIT_FAILED, f"git {' '.join(args[:2])}: {why[-1] if why else 'failed'}"
+            )
+        return None
+    return done
+
+
+def _first_author(workspace: Path, shared: Path, scope_key: str) -> str | None:
+    done = _git(
+        workspace, "log", "--format=%an", "-S", f'"scopeKey":"{scope_key}"', "--", str(shared)
+    )
+    names = done.stdout.split("\n") if done is not None else []
+    names = [n for n in names if n.strip()]
+    return names[-1].strip() if names else None  # newest first: the last is who added it
+
+
+# ------------------------------------------------------------------ the merge by record id
+
+_MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
+
+
+def conflict_marker_lines(data: bytes) -> list[int]:
+    """1-based numbers of the lines git's conflict markers start (a record line never does)."""
+    out = []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if line.startswith(_MARKERS) or line.rstrip(b"\r") == b"=======":
+            out.append(n)
+    return out
+
+
+@dataclass(slots=True)
+class _Side:
+    """One input of a merge: its entries in file order, the raw bytes of each, and what each
+    id's last line is (its current record, as the host reads the file).
+    """
+
+    entries: list[tuple[bytes, Record | None]] = field(default_factory=list)
+    current: dict[str, Record] = field(default_factory=dict)
+    counts: Counter[bytes] = field(default_factory=Counter)
+
+
+def _read_side(
+    data: bytes, location: Location, known: Mapping[bytes, Record | None]
+) -> tuple[_Side, dict[bytes, Record | None]]:
+    """Parse ``data``; a line whose bytes ``known`` already judged is not parsed again (the
+    same bytes in the same file get the same verdict). Returns the side and the new verdicts.
+    """
+    side = _Side()
+    found: dict[bytes, Record | None] = {}
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    start, n = 0, len(lines)
+    while start < n:
+        if lines[start] in known:
+            raw = lines[start]
+            _take(side, raw, known[raw])
+            start += 1
+            continue
+        end = start
+        while end < n and lines[end] not in known:
+            end += 1
+        segment = lines[start:end]
+        for i, got in parse_entries(segment, location):
+            if isinstance(got, ParsedLine):
+                raw, result = got.raw, got.result
+            else:
+                raw, result = segment[i], got
+            record = result if type(result) is Record else None
+            found[raw] = record
+            _take(side, raw, record)
+        start = end
+    return side, found
+
+
+def _take(side: _Side, raw: bytes, record: Record | None) -> None:
+    side.entries.append((raw, record))
+    side.counts[raw] += 1
+    if record is not None:
+        side.current[record.id] = record
+
+
+def _decision(r: Record) -> tuple[object, ...]:
+    """What a reviewer decides about a record: two lines of one revision that differ here
+    were decided two ways (a conflict); lines that differ only in times are the same decision.
+    """
+    g = r.governance
+    return (
+        r.type,
+        r.title,
+        r.contentHash,
+        tuple(r.tags),
+        r.status,
+        g.verification,
+        g.pinnedAt is not None,
+        g.expiresAt,
+        g.retention,
+    )
+
+
+def _line_order(r: Record, raw: bytes) -> tuple[int, int, bytes]:
+    return (r.governance.revision, r.updatedAt, raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """One record whose same revision was decided two ways: ``merged`` (its new, unverified
+    revision) and ``rival`` (the other content as a new record of its conflict group, or None
+    when the contents agree).
+    """
+
+    record_id: str
+    merged: Record
+    rival: Record | None
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    data: bytes
+    conflicts: list[Conflict]
+    forgotten: list[str]
+
+
+def rival_id(record_id: str, rival: Record) -> str:
+    """The id of the record holding a rival version (the same for both merge directions)."""
+    return "memory:merge:" + sha256_hex(record_id + "\0" + rival.contentHash)[:32]
+
+
+def resolve_divergence(a: Record, b: Record) -> Conflict:
+    """Two lines of one record with the same revision, decided differently: the record gets
+    the next revision, unverified and unpinned (nothing unreviewed is served), with the content
+    of the later line; the other content, when it differs, becomes a new unverified record with
+    the same title in the same conflict group, so "keep this version" (K) chooses. Symmetric:
+    ``resolve_divergence(a, b) == resolve_divergence(b, a)``.
+    """
+    kept, other = sorted((a, b), key=lambda r: _line_order(r, r.to_line()), reverse=True)
+    now = max(a.updatedAt, b.updatedAt)
+    rival: Record | None = None
+    group = None
+    if kept.contentHash != other.contentHash:
+        group = kept.governance.conflictGroup or conflict_group_for(kept.title)
+        data = other.model_dump(exclude_unset=True)
+        data.update(
+            id=rival_id(kept.id, other),
+            title=kept.title,
+            scopeKey=kept.scopeKey,
+            status=Status.ACTIVE.value,
+            updatedAt=max(other.updatedAt, other.createdAt),
+        )
+        gov = other.governance.model_dump(exclude_unset=True)
+        for name in ("verifiedAt", "verifiedBy", "pinnedAt", "pinnedBy"):
+            gov.pop(name, None)
+        gov.update(revision=1, verification=Verification.UNVERIFIED.value, conflictGroup=group)
+        data["governance"] = gov
+        rival = checked(Record.model_validate(data))
+    gov_changes: dict[str, object] = {"verification": Verification.UNVERIFIED}
+    if group is not None:
+        gov_changes["conflictGroup"] = group
+    merged = next_revision(
+        kept,
+        now,
+        None,
+        gov_changes,
+        ("verifiedAt", "verifiedBy", "pinnedAt", "pinnedBy"),
+    )
+    return Conflict(kept.id, merged, rival)
+
+
+def _scrubbed(tombstone: Record) -> Record:
+    """A tombstone that may still hold the record's text (the host's forget keeps its title
+    and content) is replaced by ours, which holds nothing of it; at the tombstone's own time,
+    so both merge directions write the same line.
+    """
+    from .store.memory import tombstone as erased
+
+    ours = f"Forgotten memory {sha256_hex(tombstone.id)[:12]}"
+    if tombstone.title == ours and not tombstone.tags:
+        return tombstone
+    return erased(tombstone, tombstone.updatedAt)
+
+
+def merge(base: bytes, ours: bytes, theirs: bytes, location: Location) -> Merged:
+    """The three-way merge of a shared file by record id (git's merge driver).
+
+    Lines are merged as a multiset: a line either side added is kept, a line of the base
+    that either side removed (a compaction, a forget) goes. Then, per record both sides
+    changed: a forget wins, and only its tombstone stays (with none of the record's text);
+    otherwise the higher revision is the record's current line and every other line is kept
+    as its history, in revision order; the same revision decided two ways is a ``Conflict``.
+    Foreign, newer-schema and corrupt lines are kept byte for byte. Both directions give the
+    same records. ``CONFLICT_MARKERS`` for an input with git's markers; ``STORE_TOO_LARGE``
+    when the result passes 8 MiB.
+    """
+    for name, data in (("base", base), ("ours", ours), ("theirs", theirs)):
+        marked = conflict_marker_lines(data)
+        if marked:
+            raise StoreError(
+                ErrorCode.CONFLICT_MARKERS,
+                f"the {name} version has git conflict markers (line {marked[0]}): resolve that "
+                "merge first",
+            )
+    o, known = _read_side(ours, location, {})
+    t, more = _read_side(theirs, location, known)
+    known.update(more)
+    b, _ = _read_side(base, location, known)
+
+    # The multiset merge of the lines: the side that changed a line's count decides it.
+    counts: dict[bytes, int] = {}
+    for raw in o.counts.keys() | t.counts.keys():
+        co, ct, cb = o.counts[raw], t.counts[raw], b.counts[raw]
+        counts[raw] = ct if co == cb else co if ct == cb else max(co, ct)
+    out: list[tuple[bytes, Record | None]] = []
+    for entries in (o.entries, t.entries):
+        for raw, record in entries:
+            if counts[raw] > 0:
+                counts[raw] -= 1
+                out.append((raw, record))
+
+    changed_o = _changed_ids(o, b)
+    changed_t = _changed_ids(t, b)
+    forgotten = [rid for rid, r in _currents(out).items() if r.status is Status.FORGOTTEN]
+    both = changed_o & changed_t
+    conflicts: list[Conflict] = []
+    settle = both | set(forgotten)
+    if settle:
+        out, conflicts = _settle(out, settle, o.current, t.current, set(forgotten))
+    extra = [c.merged for c in conflicts] + [c.rival for c in conflicts if c.rival is not None]
+    data = b"".join(raw + b"\n" for raw, _ in out) + b"".join(r.to_line() for r in extra)
+    if len(data) > MAX_STORE_BYTES:
+        raise StoreError(
+            ErrorCode.STORE_TOO_LARGE,
+            f"the merged file would be {len(data) / 1048576:.1f} MiB, over the host's 8 MiB: "
+            "compact one side (dsh-memory compact --scope shared-project) and merge again",
+        )
+    return Merged(data, conflicts, sorted(forgotten))
+
+
+def _changed_ids(side: _Side, base: _Side) -> set[str]:
+    """Ids with a line this side added or removed against the base."""
+    ids: set[str] = set()
+    for one, other in ((side, base), (base, side)):
+        for raw, record in one.entries:
+            if record is not None and one.counts[raw] > other.counts[raw]:
+                ids.add(record.id)
+    return ids
+
+
+def _currents(out: list[tuple[bytes, Record | None]]) -> dict[str, Record]:
+    current: dict[str, Record] = {}
+    for _, record in out:
+        if record is not None:
+            current[record.id] = record
+    return current
+
+
+def _settle(
+    out: list[tuple[bytes, Record | None]],
+    ids: set[str],
+    ours: Mapping[str, Record],
+    theirs: Mapping[str, Record],
+    forgotten: set[str],
+) -> tuple[list[tuple[bytes, Record | None]], list[Conflict]]:
+    """Put each id of ``ids`` in order: its lines keep their places in the file, sorted by
+    revision with the winner last; a forgotten record keeps its tombstone alone.
+    """
+    slots: dict[str, list[int]] = {}
+    for i, (_, record) in enumerate(out):
+        if record is not None and record.id in ids:
+            slots.setdefault(record.id, []).append(i)
+    conflicts: list[Conflict] = []
+    drop: set[int] = set()
+    placed: dict[int, tuple[bytes, Record | None]] = {}
+    for rid, where in slots.items():
+        lines = [out[i] for i in where]
+        records = [r for _, r in lines if r is not None]
+        sides = [s[rid] for s in (ours, theirs) if rid in s]
+        tombs = [r for r in sides if r.status is Status.FORGOTTEN]
+        if rid in forgotten or tombs:
+            if not tombs:
+                tombs = [r for r in records if r.status is Status.FORGOTTEN]
+            tomb = max(tombs, key=lambda r: _line_order(r, r.to_line()))
+            tomb = _scrubbed(tomb)
+            placed[where[-1]] = (tomb.to_line()[:-1], tomb)
+            drop.update(where[:-1])
+            continue
+        ranked = sorted(lines, key=lambda line: _line_order(line[1], line[0]))  # type: ignore[arg-type]
+        if len(sides) == 2:
+            a, b = sides
+            top = max(a.governance.revision, b.governance.revision)
+            if (
+                a.governance.revision == b.governance.revision == top
+                and _decision(a) != _decision(b)
+                and ranked[-1][1] is not None
+                and ranked[-1][1].governance.revision == top
+            ):
+                conflicts.append(resolve_divergence(a, b))
+            else:
+                winner = a if a.governance.revision > b.governance.revision else b
+                if a.governance.revision == b.governance.revision:
+                    winner = max((a, b), key=lambda r: _line_order(r, r.to_line()))
+                ranked = [x for x in ranked if x[1] is not winner] + [
+                    x for x in ranked if x[1] is winner
+                ]
+        for i, line in zip(where, ranked, strict=True):
+            placed[i] = line
+    result = [placed.get(i, line) for i, line in enumerate(out) if i not in drop]
+    return result, conflicts
+
+
+def merge_file(base: Path, ours: Path, theirs: Path, location: Location) -> Merged:
+    """git's merge driver (``%O %A %B``): the merge of the three files, written over ``ours``
+    in one atomic replace, or ``StoreError`` with ``ours`` untouched (git then shows an
+    ordinary conflict). ``READ_FAILED`` for an input that cannot be read.
+    """
+    sides = []
+    for path in (base, ours, theirs):
+        try:
+            sides.append(path.read_bytes())
+        except OSError as exc:
+            raise StoreError(
+                ErrorCode.READ_FAILED, f"cannot read {path}: {exc.strerror or exc}"
+            ) from None
+    merged = merge(sides[0], sides[1], sides[2], location)
+    write_atomic(ours, merged.data)
+    return merged
+
+
+# ------------------------------------------------------------------ problems git leaves
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    record_id: str
+    revision: int
+    lines: list[Record]
+
+
+def divergences(versions: Mapping[str, list[Record]]) -> list[Divergence]:
+    """Records whose newest revision has lines that decide it two ways (a merge without the
+    driver, or a hand-resolved conflict, kept both): the host shows whichever came last.
+    """
+    out = []
+    for rid, lines in versions.items():
+        if len(lines) < 2:
+            continue
+        top = max(r.governance.revision for r in lines)
+        newest = [r for r in lines if r.governance.revision == top]
+        if len({_decision(r) for r in newest}) > 1:
+            out.append(Divergence(rid, top, newest))
+    return out
+
+
+# ------------------------------------------------------------------ git set-up
+
+
+@dataclass(frozen=True, slots=True)
+class GitStatus:
+    """Whether the workspace's repository merges the shared file with our driver."""
+
+    repository: Path | None
+    attribute: bool  # .gitattributes gives the shared file merge=dsh-memory
+    driver: str | None  # merge.dsh-memory.driver in the repository's config
+    runnable: bool  # that driver's program exists
+
+    @property
+    def installed(self) -> bool:
+        return self.attribute and self.driver is not None and self.runnable
+
+    def summary(self) -> str:
+        if self.repository is None:
+            return "not in a git repository"
+        if self.installed:
+            return "git merges shared.jsonl by record id"
+        missing = []
+        if not self.attribute:
+            missing.append(".gitattributes")
+        if self.driver is None:
+            missing.append("the driver in the repository's config")
+        elif not self.runnable:
+            missing.append("a driver program that exists")
+        return "git merge driver not set up (" + ", ".join(missing) + "): dsh-memory git install"
+
+
+def driver_command() -> str:
+    """The driver as git runs it: this Python, by its absolute path, so git finds it even when
+    dsh-memory is not on git's PATH.
+    """
+    return f"{shlex.quote(sys.executable)} -m dsh_memory_tui.cli merge-file %O %A %B %P"
+
+
+def _repository(workspace: Path) -> Path | None:
+    done = _git(workspace, "rev-parse", "--show-toplevel")
+    return Path(done.stdout.strip()) if done is not None and done.stdout.strip() else None
+
+
+def _attribute_line(top: Path, workspace: Path) -> str:
+    rel = os.path.relpath(workspace / SHARED_PATH, top)
+    return f"/{Path(rel).as_posix()} merge={DRIVER}"
+
+
+def status(workspace: Path) -> GitStatus:
+    top = _repository(workspace)
+    if top is None:
+        return GitStatus(None, False, None, False)
+    shared = workspace / SHARED_PATH
+    attr = _git(top, "check-attr", "merge", "--", os.path.relpath(shared, top))
+    attribute = attr is not None and attr.stdout.strip().endswith(f": merge: {DRIVER}")
+    got = _git(top, "config", "--get", f"merge.{DRIVER}.driver")
+    driver = got.stdout.strip() if got is not None else None
+    runnable = False
+    if driver:
+        try:
+            program = shlex.split(driver)[0]
+        except ValueError:
+            program = ""
+        runnable = bool(program) and os.access(program, os.X_OK)
+    return GitStatus(top, attribute, driver or None, runnable)
+
+
+def install(workspace: Path) -> GitStatus:
+    """Set the driver up: the shared file's line in the repository's ``.gitattributes``
+    (added once) and ``merge.dsh-memory.*`` in its config. ``GIT_FAILED`` outside a
+    repository.
+    """
+    top = _repository(workspace)
+    if top is None:
+        raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
+    attributes = top / ".gitattributes"
+    line = _attribute_line(top, workspace)
+    text = _read_text(attributes)
+    if line not in text.splitlines():
+        sep = "" if not text or text.endswith("\n") else "\n"
+        write_atomic(attributes, (text + sep + line + "\n").encode())
+    _git(
+        top, "config", f"merge.{DRIVER}.name", "dsh-memory: shared memory by record id", check=True
+    )
+    _git(top, "config", f"merge.{DRIVER}.driver", driver_command(), check=True)
+    return status(workspace)
+
+
+def uninstall(workspace: Path) -> GitStatus:
+    """Undo ``install``: our line out of ``.gitattributes``, our section out of the config."""
+    top = _repository(workspace)
+    if top is None:
+        raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
+    attributes = top / ".gitattributes"
+    text = _read_text(attributes)
+    line = _attribute_line(top, workspace)
+    kept = [x for x in text.splitlines() if x != line]
+    if len(kept) != len(text.splitlines()):
+        write_atomic(attributes, "".join(x + "\n" for x in kept).encode())
+    _git(top, "config", "--remove-section", f"merge.{DRIVER}")  # absent: nothing to do
+    return status(workspace)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(ErrorCode.READ_FAILED, f"cannot read {path}: {exc}") from None
