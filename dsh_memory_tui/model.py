@@ -1129,11 +1129,11 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
             if location.teammate(key):
                 # Another clone's line: its author's host judges it; one it refuses is kept
                 # byte for byte like any foreign line, never quarantined by us.
-                found = ForeignLine(key, _str_or_none(obj.get("id")), _str_or_none(obj.get("title")))
+                rid, title = _str_or_none(obj.get("id")), _str_or_none(obj.get("title"))
                 try:
                     return _validate_value(obj, Location(location.scope, key))
                 except RecordInvalid:
-                    return found
+                    return ForeignLine(key, rid, title)
     if _is_object(obj):
         version = obj.get("schemaVersion") if isinstance(obj, dict) else None
         if version != SCHEMA_VERSION or type(version) is bool:
