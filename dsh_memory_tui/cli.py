@@ -174,11 +174,14 @@ def _fit(rows: list[list[str]], headers: list[str], width: int) -> None:
 
 
 def _print_records(
-    records: Sequence[Record], out: TextIO, known_ids: Callable[[], Iterable[str]]
+    records: Sequence[Record],
+    out: TextIO,
+    known_ids: Callable[[], Iterable[str]],
+    by: Callable[[Record], str] | None = None,
 ) -> None:
     """The records as a table. On a terminal it fits the width: short ids (each a unique
     prefix among ``known_ids()``, which every command takes), then fewer columns, then cut
-    titles."""
+    titles. ``by``: whose clone wrote each record (a BY column first)."""
     if not records:
         print("(no records)", file=out)
         return
@@ -186,6 +189,7 @@ def _print_records(
 
     def row(r: Record, rid: str) -> list[str]:
         return [
+            *([visible(by(r)) or "-"] if by is not None else []),
             visible(rid),
             r.scope.value,
             r.type.value,
@@ -198,12 +202,25 @@ def _print_records(
         ]
 
     rows = [row(r, r.id) for r in records]
-    headers = list(LIST_HEADERS)
+    headers = ["BY", *LIST_HEADERS] if by is not None else list(LIST_HEADERS)
     if width is not None and sum(_widths(rows, headers)) + 2 * (len(headers) - 1) > width:
         short = short_ids(known_ids())
         rows = [row(r, short.get(r.id, r.id)) for r in records]
         _fit(rows, headers, width)
     _table(rows, headers, out)
+
+
+def _clone_names(store: MemoryStore, records: Sequence[Record]) -> Callable[[Record], str] | None:
+    """Whose clone wrote each record (a teammate's name, "" for this clone's), or None when
+    every record is this clone's: then the table has no BY column.
+    """
+    from .team import CloneNames
+
+    own = store.paths.root_id
+    if all(r.scope is not Scope.SHARED or r.scopeKey == own for r in records):
+        return None
+    names = CloneNames(store.paths.workspace, store.paths.shared_file().path, own)
+    return lambda r: names.label(r.scopeKey) if r.scope is Scope.SHARED else ""
 
 
 def _print_record(
@@ -239,7 +256,7 @@ def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
         # What _dump prints, serialized in Rust.
         sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
     else:
-        _print_records(records, sys.stdout, store.known_ids)
+        _print_records(records, sys.stdout, store.known_ids, _clone_names(store, records))
     return 0
 
 
@@ -257,6 +274,9 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
             rivals=len(rivals),
             citations=store.sources.checks(record),
         )
+        by = _clone_names(store, [record])
+        if by is not None:
+            facts.append(("written by", visible(by(record)) + " (another clone of this project)"))
         _print_record(record, history, sys.stdout, facts)
     return 0
 
