@@ -114,6 +114,29 @@ def conflict_marker_lines(data: bytes) -> list[int]:
     return out
 
 
+def split_conflicts(data: bytes) -> tuple[bytes, bytes, bytes]:
+    """A file git left with conflict markers, as the three files it merged: (base, ours,
+    theirs). Lines outside the markers are in all three; a block's base part (``|||||||``,
+    diff3 style) only in the base, so without one both sides' lines count as added.
+    """
+    parts: tuple[list[bytes], list[bytes], list[bytes]] = ([], [], [])
+    into: tuple[int, ...] = (0, 1, 2)
+    for line in data.split(b"\n")[: -1 if data.endswith(b"\n") else None]:
+        if line.startswith(b"<<<<<<<"):
+            into = (1,)
+        elif line.startswith(b"|||||||"):
+            into = (0,)
+        elif line.rstrip(b"\r") == b"=======":
+            into = (2,)
+        elif line.startswith(b">>>>>>>"):
+            into = (0, 1, 2)
+        else:
+            for i in into:
+                parts[i].append(line)
+    base, ours, theirs = (b"".join(x + b"\n" for x in part) for part in parts)
+    return base, ours, theirs
+
+
 @dataclass(slots=True)
 class _Side:
     """One input of a merge: its entries in file order, the raw bytes of each, and what each

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import team
 from ..errors import ErrorCode, StoreError
 from ..jsonl import check_dir, check_path, read_file
 from ..model import (
@@ -373,6 +374,57 @@ def check(store: MemoryStore, *, repair: bool = False) -> CheckReport:
     return report
 
 
+def _check_team(store: MemoryStore, view: FileView, repair: bool, report: CheckReport) -> bool:
+    """What a merge without our driver leaves in a shared file (a hosted CI merges with none):
+    git's conflict markers (True: the rest of the file's checks wait for their repair), and
+    a record's newest revision decided two ways. ``repair`` merges the marked sides by record
+    id (``team.merge``) and appends each divergence's resolution.
+    """
+    path = view.path
+    got = read_file(path)
+    data = got[1] if got else b""
+    marked = team.conflict_marker_lines(data)
+    if marked:
+        how = (
+            "git conflict marker: shared.jsonl was merged by line, not by record id. Repair: "
+            "dsh-memory check --repair (merges both sides by record id), and dsh-memory git "
+            "install so the next merge needs none"
+        )
+        repaired = False
+        if repair:
+            store._require_confirmation(view.file, True)
+            with view.safe.locked() as lock:
+                got = read_file(path)
+                data = got[1] if got else b""
+                merged = team.merge(*team.split_conflicts(data), view.location)
+                lock.ensure_ours()
+                view.safe.replace(merged.data, backup=data)
+            view.refresh()
+            repaired = True
+        report.problems.extend(Problem(path, n, "conflict", how, repaired) for n in marked)
+        return not repaired
+    split = team.divergences(view.versions)
+    for d in split:
+        how = (
+            f"{d.record_id} revision {d.revision} was decided {len(d.lines)} ways (a merge "
+            "without the dsh-memory driver): the host shows whichever line is last. Repair: "
+            "dsh-memory check --repair (a new unverified revision; a different content becomes "
+            "a rival record, K keeps one)"
+        )
+        report.problems.append(Problem(path, None, "divergent", how, repair))
+    if repair and split:
+
+        def build(v: FileView) -> tuple[list[Record], None]:
+            out: list[Record] = []
+            for d in team.divergences(v.versions):
+                c = team.resolve_divergence(d.lines[0], d.lines[-1])
+                out += [c.merged] + ([c.rival] if c.rival is not None else [])
+            return out, None
+
+        store.write(view.file, build, confirm_shared=True)
+    return False
+
+
 def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: CheckReport) -> None:
     check_dir(file.path.parent)
     view = store.view(file)
@@ -380,6 +432,8 @@ def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: Check
         check_path(path)
     view.refresh()
     if not view.exists:
+        return
+    if file.scope is Scope.SHARED and _check_team(store, view, repair, report):
         return
     found: list[Problem] = []
     migratable = dict(_migratable(view, store.paths))

@@ -1,0 +1,276 @@
+"""Team memory through real git: an origin and two clones at different paths (Alice's and
+Bob's), each with ``dsh-memory git install``. Merges in both directions, pull, pull --rebase
+and cherry-pick all go through the driver without a conflict; a compaction on one branch does
+not make a later merge conflict; without the driver, ``dsh-memory check`` finds what git left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from teamgit import SHARED, Clone, all_valid, git, make_team, records_of
+
+from dsh_memory_tui.model import Scope, content_hash
+
+DRIVER_ENV = {"PATH": "/usr/bin:/bin"}  # git without our venv on its PATH
+
+
+def publish(clone: Clone, message: str) -> None:
+    clone.commit(message)
+    clone.git("push", "-q", "origin", "HEAD")
+
+
+def shared_titles(clone: Clone) -> dict[str, str]:
+    return {
+        r["title"]: r["governance"]["verification"]
+        for r in records_of(clone.shared.read_bytes()).values()
+    }
+
+
+def test_install_sets_the_attribute_and_the_driver_once(tmp_path):
+    _, alice, _ = make_team(tmp_path)
+    again = alice.cli("git", "install")
+    assert again.returncode == 0, again.stderr
+    attributes = (alice.path / ".gitattributes").read_text()
+    assert attributes.count("merge=dsh-memory") == 1
+    assert f"/{SHARED} merge=dsh-memory" in attributes
+    driver = alice.git("config", "--get", "merge.dsh-memory.driver").stdout.strip()
+    assert driver.endswith("-m dsh_memory_tui.cli merge-file %O %A %B %P")
+    assert os.path.isabs(driver.split()[0].strip("'"))
+    assert "git merges shared.jsonl by record id" in alice.ok("git", "status")
+
+
+def test_status_says_what_is_missing_and_exits_1(tmp_path):
+    _, alice, _ = make_team(tmp_path, install=False)
+    done = alice.cli("git", "status")
+    assert done.returncode == 1
+    assert "not set up (.gitattributes, the driver in the repository's config)" in done.stdout
+    assert "dsh-memory git install" in done.stdout
+
+
+def test_uninstall_removes_the_attribute_and_the_driver(tmp_path):
+    _, alice, _ = make_team(tmp_path)
+    (alice.path / ".gitattributes").write_text(
+        "*.png binary\n" + (alice.path / ".gitattributes").read_text()
+    )
+    alice.ok("git", "uninstall")
+    assert (alice.path / ".gitattributes").read_text() == "*.png binary\n"
+    assert alice.git("config", "--get", "merge.dsh-memory.driver", check=False).returncode == 1
+
+
+def test_install_outside_a_repository_is_a_clear_error(tmp_path):
+    loose = Clone(tmp_path / "loose", tmp_path / "home", "Alice")
+    loose.path.mkdir()
+    done = loose.cli("git", "install")
+    assert done.returncode == 1 and "error[GIT_FAILED]" in done.stderr
+    assert "not in a git repository" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_two_branches_merge_in_both_directions_without_a_conflict(tmp_path):
+    _, alice, bob = make_team(tmp_path)
+    alice.create("Build", "make build")
+    publish(alice, "build")
+    bob.git("pull", "-q", "origin", "main")
+    alice.git("checkout", "-q", "-b", "lint")
+    alice.create("Lint", "ruff check")
+    alice.commit("lint")
+    alice.git("checkout", "-q", "main")
+    alice.git("checkout", "-q", "-b", "test")
+    alice.create("Test", "pytest -q")
+    alice.commit("test")
+    alice.git("checkout", "-q", "-b", "both-ways", "lint")
+    done = alice.git("merge", "-q", "--no-edit", "test", env=DRIVER_ENV)
+    one = records_of(alice.shared.read_bytes())
+    alice.git("checkout", "-q", "test")
+    alice.git("merge", "-q", "--no-edit", "lint", env=DRIVER_ENV)
+    other = records_of(alice.shared.read_bytes())
+    assert done.returncode == 0
+    assert one == other and {r["title"] for r in one.values()} == {"Build", "Lint", "Test"}
+    all_valid(alice.shared.read_bytes(), alice.root_id)
+
+
+def test_a_pull_merges_both_clones_records(tmp_path):
+    _, alice, bob = make_team(tmp_path)
+    record = alice.create("Build", "make build")
+    publish(alice, "build")
+    bob.git("pull", "-q", "origin", "main")
+    bob.store.verify(record.id, confirm_shared=True)
+    bob.create("Test", "pytest -q")
+    publish(bob, "bob's review")
+    alice.create("Lint", "ruff check")
+    alice.commit("lint")
+    done = alice.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    assert shared_titles(alice) == {"Build": "verified", "Test": "unverified", "Lint": "unverified"}
+    # Bob's verify of Alice's record is keyed to Alice's clone: her store sees it as hers.
+    assert alice.store.get(record.id).scopeKey == alice.root_id
+
+
+def test_pull_rebase_replays_through_the_driver(tmp_path):
+    _, alice, bob = make_team(tmp_path)
+    alice.create("Build", "make build")
+    publish(alice, "build")
+    bob.git("pull", "-q", "origin", "main")
+    alice.create("Lint", "ruff check")
+    publish(alice, "lint")
+    bob.create("Test", "pytest -q")
+    bob.commit("test")
+    bob.create("Docs", "mkdocs build")
+    bob.commit("docs")
+    done = bob.git("pull", "-q", "--rebase", "origin", "main", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    assert set(shared_titles(bob)) == {"Build", "Lint", "Test", "Docs"}
+    assert bob.git("log", "--format=%s", "-3").stdout.split() == ["docs", "test", "lint"]
+
+
+def test_cherry_pick_takes_one_commits_records(tmp_path):
+    _, alice, _ = make_team(tmp_path)
+    alice.create("Build", "make build")
+    alice.commit("build")
+    alice.git("checkout", "-q", "-b", "feature")
+    alice.create("Lint", "ruff check")
+    alice.commit("lint")
+    alice.create("Test", "pytest -q")
+    alice.commit("test")
+    alice.git("checkout", "-q", "main")
+    alice.create("Docs", "mkdocs build")
+    alice.commit("docs")
+    done = alice.git("cherry-pick", "feature", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    assert set(shared_titles(alice)) == {"Build", "Docs", "Test"}
+
+
+def test_a_forget_against_an_edit_merges_to_the_forget(tmp_path):
+    _, alice, bob = make_team(tmp_path)
+    record = alice.create("Token", "staging token abc123")
+    publish(alice, "token")
+    bob.git("pull", "-q", "origin", "main")
+    bob.store.edit(record.id, 1, content="staging token def456", confirm_shared=True)
+    publish(bob, "rotate")
+    alice.store.forget(record.id, confirm_shared=True)
+    alice.commit("forget the token")
+    done = alice.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    data = alice.shared.read_bytes()
+    assert b"abc123" not in data and b"def456" not in data
+    assert records_of(data)[record.id]["status"] == "forgotten"
+
+
+def test_one_revision_decided_two_ways_is_left_for_k(tmp_path):
+    _, alice, bob = make_team(tmp_path)
+    record = alice.create("Release", "tag then push")
+    publish(alice, "release")
+    bob.git("pull", "-q", "origin", "main")
+    bob.store.edit(record.id, 1, content="tag, push, announce", confirm_shared=True)
+    publish(bob, "bob's release")
+    alice.store.edit(record.id, 1, content="tag and push both remotes", confirm_shared=True)
+    alice.commit("alice's release")
+    done = alice.git("pull", "--no-rebase", "origin", "main", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    assert "decided differently" in done.stderr
+    store = alice.store
+    group, rivals = store.conflict(record.id)
+    assert group is not None and len(rivals) == 1
+    assert alice.ok("check").endswith("0 problem(s), 0 left\n")
+
+
+def test_a_compaction_on_one_branch_does_not_make_a_later_merge_conflict(tmp_path):
+    _, alice, bob = make_team(tmp_path)
+    record = alice.create("Build", "make build")
+    store = alice.store
+    for revision, content in enumerate(["make all", "make -j8", "make -j16"], 1):
+        store.edit(record.id, revision, content=content, confirm_shared=True)
+    publish(alice, "build")
+    bob.git("pull", "-q", "origin", "main")
+    bob.create("Test", "pytest -q")
+    publish(bob, "test")
+    alice.store.compact(alice.store.paths.shared_file(), confirm_shared=True)
+    alice.store.verify(record.id, confirm_shared=True)
+    alice.commit("compact")
+    done = alice.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    data = alice.shared.read_bytes()
+    assert b"make all" not in data  # the compaction holds
+    assert shared_titles(alice) == {"Build": "verified", "Test": "unverified"}
+
+
+def test_an_8_mib_side_merges(tmp_path):
+    _, alice, bob = make_team(tmp_path)
+    alice.create("Build", "make build")
+    line = json.loads(alice.shared.read_bytes())
+    with open(alice.shared, "ab") as f:
+        n = 0
+        while f.tell() < 8 * 1024 * 1024 - 70_000:
+            n += 1
+            content = f"note {n} " + "y" * 60_000
+            f.write(
+                json.dumps(
+                    dict(
+                        line, id=f"memory:n{n}", content=content, contentHash=content_hash(content)
+                    )
+                ).encode()
+                + b"\n"
+            )
+    publish(alice, "big")
+    bob.git("pull", "-q", "origin", "main")
+    bob.create("Test", "pytest -q")
+    publish(bob, "test")
+    alice.create("Lint", "ruff")
+    alice.commit("lint")
+    done = alice.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    data = alice.shared.read_bytes()
+    assert len(data) < 8 * 1024 * 1024
+    assert {"Test", "Lint"} <= set(shared_titles(alice))
+
+
+def test_without_the_driver_check_finds_the_conflict_markers_and_repairs_them(tmp_path):
+    _, alice, bob = make_team(tmp_path, install=False)
+    alice.create("Build", "make build")
+    publish(alice, "build")
+    bob.git("pull", "-q", "origin", "main")
+    bob.create("Test", "pytest -q")
+    publish(bob, "test")
+    alice.create("Lint", "ruff")
+    alice.commit("lint")
+    merged = alice.git("pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert merged.returncode == 1  # git's own line merge conflicts at the end
+    done = alice.cli("check")
+    assert done.returncode == 1
+    assert "conflict: git conflict marker" in done.stdout
+    assert "dsh-memory check --repair" in done.stdout
+    fixed = alice.cli("check", "--repair")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert set(shared_titles(alice)) == {"Build", "Test", "Lint"}
+    assert alice.ok("check").endswith("0 problem(s), 0 left\n")
+
+
+def test_check_finds_one_revision_decided_two_ways_and_repairs_it(tmp_path):
+    _, alice, bob = make_team(tmp_path, install=False)
+    record = alice.create("Release", "tag then push")
+    publish(alice, "release")
+    bob.git("pull", "-q", "origin", "main")
+    bob.store.verify(record.id, confirm_shared=True)
+    alice.store.reject(record.id, confirm_shared=True)
+    # What a union merge (or a hand resolution keeping both lines) leaves.
+    with open(alice.shared, "ab") as f:
+        f.write(bob.shared.read_bytes().splitlines(keepends=True)[-1])
+    done = alice.cli("check")
+    assert done.returncode == 1
+    assert f"divergent: {record.id} revision 2 was decided 2 ways" in done.stdout
+    fixed = alice.cli("check", "--repair")
+    assert fixed.returncode == 0, fixed.stdout
+    now = alice.store.get(record.id)
+    assert now.governance.revision == 3 and now.governance.verification.value == "unverified"
+    assert alice.ok("check").endswith("0 problem(s), 0 left\n")
+
+
+def test_a_team_scope_is_shown_to_a_clone_made_later(tmp_path):
+    origin, alice, _ = make_team(tmp_path)
+    alice.create("Build", "make build")
+    publish(alice, "build")
+    late = tmp_path / "third" / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(late))
+    carol = Clone(late, tmp_path / "home-carol", "Carol")
+    assert [r.title for r in carol.store.records(Scope.SHARED)] == ["Build"]
