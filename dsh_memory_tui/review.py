@@ -191,7 +191,8 @@ def foreign_notes(view: FileView, paths: StorePaths) -> list[str]:
     ws = paths.workspace
     old_keys = {str(ws), os.path.realpath(ws)}  # what an earlier dsh-memory wrote
     ours = sum(n for key, n in view.foreign.items() if key in old_keys)
-    moved = sum(other_roots(view, paths).values())
+    # In a shared file other rootIds are the team's records, shown (SPEC 3): not "moved".
+    moved = sum(other_roots(view, paths).values()) if view.scope is Scope.PROJECT else 0
     others = view.other_profile_lines - ours - moved
     name = view.path.name
     notes = []

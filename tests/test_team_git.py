@@ -11,7 +11,7 @@ import os
 
 from teamgit import SHARED, Clone, all_valid, git, make_team, records_of
 
-from dsh_memory_tui.model import Scope, content_hash
+from dsh_memory_tui.model import Record, Scope, content_hash
 
 DRIVER_ENV = {"PATH": "/usr/bin:/bin"}  # git without our venv on its PATH
 
@@ -19,6 +19,14 @@ DRIVER_ENV = {"PATH": "/usr/bin:/bin"}  # git without our venv on its PATH
 def publish(clone: Clone, message: str) -> None:
     clone.commit(message)
     clone.git("push", "-q", "origin", "HEAD")
+
+
+def start(alice: Clone, bob: Clone, title: str, content: str) -> Record:
+    """Alice's first shared record, published; Bob pulls it."""
+    record = alice.create(title, content)
+    publish(alice, title.lower())
+    bob.git("pull", "-q", "origin", "main")
+    return record
 
 
 def shared_titles(clone: Clone) -> dict[str, str]:
@@ -69,9 +77,7 @@ def test_install_outside_a_repository_is_a_clear_error(tmp_path):
 
 def test_two_branches_merge_in_both_directions_without_a_conflict(tmp_path):
     _, alice, bob = make_team(tmp_path)
-    alice.create("Build", "make build")
-    publish(alice, "build")
-    bob.git("pull", "-q", "origin", "main")
+    start(alice, bob, "Build", "make build")
     alice.git("checkout", "-q", "-b", "lint")
     alice.create("Lint", "ruff check")
     alice.commit("lint")
@@ -92,9 +98,7 @@ def test_two_branches_merge_in_both_directions_without_a_conflict(tmp_path):
 
 def test_a_pull_merges_both_clones_records(tmp_path):
     _, alice, bob = make_team(tmp_path)
-    record = alice.create("Build", "make build")
-    publish(alice, "build")
-    bob.git("pull", "-q", "origin", "main")
+    record = start(alice, bob, "Build", "make build")
     bob.store.verify(record.id, confirm_shared=True)
     bob.create("Test", "pytest -q")
     publish(bob, "bob's review")
@@ -109,9 +113,7 @@ def test_a_pull_merges_both_clones_records(tmp_path):
 
 def test_pull_rebase_replays_through_the_driver(tmp_path):
     _, alice, bob = make_team(tmp_path)
-    alice.create("Build", "make build")
-    publish(alice, "build")
-    bob.git("pull", "-q", "origin", "main")
+    start(alice, bob, "Build", "make build")
     alice.create("Lint", "ruff check")
     publish(alice, "lint")
     bob.create("Test", "pytest -q")
@@ -143,9 +145,7 @@ def test_cherry_pick_takes_one_commits_records(tmp_path):
 
 def test_a_forget_against_an_edit_merges_to_the_forget(tmp_path):
     _, alice, bob = make_team(tmp_path)
-    record = alice.create("Token", "staging token abc123")
-    publish(alice, "token")
-    bob.git("pull", "-q", "origin", "main")
+    record = start(alice, bob, "Token", "staging token abc123")
     bob.store.edit(record.id, 1, content="staging token def456", confirm_shared=True)
     publish(bob, "rotate")
     alice.store.forget(record.id, confirm_shared=True)
@@ -159,9 +159,7 @@ def test_a_forget_against_an_edit_merges_to_the_forget(tmp_path):
 
 def test_one_revision_decided_two_ways_is_left_for_k(tmp_path):
     _, alice, bob = make_team(tmp_path)
-    record = alice.create("Release", "tag then push")
-    publish(alice, "release")
-    bob.git("pull", "-q", "origin", "main")
+    record = start(alice, bob, "Release", "tag then push")
     bob.store.edit(record.id, 1, content="tag, push, announce", confirm_shared=True)
     publish(bob, "bob's release")
     alice.store.edit(record.id, 1, content="tag and push both remotes", confirm_shared=True)
@@ -227,9 +225,7 @@ def test_an_8_mib_side_merges(tmp_path):
 
 def test_without_the_driver_check_finds_the_conflict_markers_and_repairs_them(tmp_path):
     _, alice, bob = make_team(tmp_path, install=False)
-    alice.create("Build", "make build")
-    publish(alice, "build")
-    bob.git("pull", "-q", "origin", "main")
+    start(alice, bob, "Build", "make build")
     bob.create("Test", "pytest -q")
     publish(bob, "test")
     alice.create("Lint", "ruff")
@@ -248,9 +244,7 @@ def test_without_the_driver_check_finds_the_conflict_markers_and_repairs_them(tm
 
 def test_check_finds_one_revision_decided_two_ways_and_repairs_it(tmp_path):
     _, alice, bob = make_team(tmp_path, install=False)
-    record = alice.create("Release", "tag then push")
-    publish(alice, "release")
-    bob.git("pull", "-q", "origin", "main")
+    record = start(alice, bob, "Release", "tag then push")
     bob.store.verify(record.id, confirm_shared=True)
     alice.store.reject(record.id, confirm_shared=True)
     # What a union merge (or a hand resolution keeping both lines) leaves.
