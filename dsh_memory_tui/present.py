@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from .model import Origin, Record, Status, Verification, is_expired
+from .model import Origin, Record, Scope, Status, Verification, is_expired
 from .sources import Check, needs_checking
 
 SHORT_ORIGIN = {
@@ -185,22 +185,33 @@ def expired_at(record: Record, now: int) -> bool:
 
 
 # Table markers (one cell each): pinned, expired, in an open conflict group.
-PINNED_MARK, EXPIRED_MARK, CONFLICT_MARK = "⚑", "⧗", "≠"
+PINNED_MARK, EXPIRED_MARK, CONFLICT_MARK, TEAM_MARK = "⚑", "⧗", "≠", "⇄"
 SOURCE_MARK = "Δ"  # verified, but a cited file changed: needs re-review
 MARKER_HELP = (
     f"{PINNED_MARK} pinned  {EXPIRED_MARK} expired (stale)  {CONFLICT_MARK} conflict  "
-    f"{SOURCE_MARK} cited code changed"
+    f"{SOURCE_MARK} cited code changed  {TEAM_MARK} another clone's"
 )
 
 
-def markers(record: Record, now: int, conflict: bool = False, source_changed: bool = False) -> str:
-    """The table's marker cell: pinned, expired, open conflict, cited code changed."""
+def markers(
+    record: Record,
+    now: int,
+    conflict: bool = False,
+    source_changed: bool = False,
+    root_id: str = "",
+) -> str:
+    """The table's marker cell: pinned, expired, open conflict, cited code changed, and
+    (given this workspace's ``root_id``) a shared record another clone of the project wrote.
+    """
     return "".join(
         (
             PINNED_MARK if record.governance.pinned else "",
             EXPIRED_MARK if expired_at(record, now) else "",
             CONFLICT_MARK if conflict else "",
             SOURCE_MARK if source_changed else "",
+            TEAM_MARK
+            if root_id and record.scope is Scope.SHARED and record.scopeKey != root_id
+            else "",
         )
     )
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..model import Record, Scope
+from ..model import Record, Scope, is_root_id
+from ..team import short_root
 
 THIS_WORKSPACE = "this workspace"
 # Said wherever a shared-project record is acted on: its file is committed with the project.
@@ -43,6 +44,8 @@ def scope_text(record: Record, root_id: str) -> str:
     key = record.scopeKey
     if record.scope is Scope.SESSION:
         where = session_label(key, root_id)
+    elif record.scope is Scope.SHARED and root_id and key != root_id and is_root_id(key):
+        where = f"written by another clone of this project ({short_root(key)}: {key})"
     elif record.scope in (Scope.PROJECT, Scope.SHARED):
         where = root_label(key, root_id)
     else:

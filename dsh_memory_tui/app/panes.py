@@ -218,9 +218,15 @@ def _minute(minute: int) -> str:
 
 
 def record_row(
-    r: Record, conflict: bool = False, now: int | None = None, *, review: bool = False
+    r: Record,
+    conflict: bool = False,
+    now: int | None = None,
+    *,
+    review: bool = False,
+    root_id: str = "",
 ) -> Row:
-    """The row of ``r`` under ``COLUMNS``, or with ``review`` under ``REVIEW_COLUMNS``."""
+    """The row of ``r`` under ``COLUMNS``, or with ``review`` under ``REVIEW_COLUMNS``;
+    ``root_id`` (this workspace's) marks a shared record another clone wrote."""
     g = r.governance
     if review:
         return Row(
@@ -228,7 +234,7 @@ def record_row(
             (
                 r.type.value,
                 r.title.replace("\n", " ") or "(forgotten)",
-                markers(r, now_ms() if now is None else now, conflict),
+                markers(r, now_ms() if now is None else now, conflict, root_id=root_id),
                 SCOPE_CELL[r.scope],
                 SHORT_ORIGIN[g.origin],
                 str(g.revision),
@@ -240,7 +246,7 @@ def record_row(
         (
             r.type.value,
             r.title.replace("\n", " ") or "(forgotten)",
-            markers(r, now_ms() if now is None else now, conflict),
+            markers(r, now_ms() if now is None else now, conflict, root_id=root_id),
             r.status.value,
             g.verification.value,
             SHORT_ORIGIN[g.origin],
@@ -406,7 +412,7 @@ class RecordPane(Vertical):
         cached = self._rows.get(record.id)
         if cached is not None and cached[0] is record and cached[1] is conflict:
             return cached[2]
-        row = record_row(record, conflict, self.clock(), review=self.review)
+        row = record_row(record, conflict, self.clock(), review=self.review, root_id=self.root_id)
         self._rows[record.id] = (record, conflict, row)
         return row
 
