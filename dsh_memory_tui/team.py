@@ -18,7 +18,7 @@ import shlex
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +35,8 @@ from .model import (
     next_revision,
     parse_entries,
     sha256_hex,
+    slow_entry,
+    usual_run,
 )
 
 DRIVER = "dsh-memory"
@@ -156,32 +158,56 @@ def _read_side(
     """Parse ``data``; a line whose bytes ``known`` already judged is not parsed again (the
     same bytes in the same file get the same verdict). Returns the side and the new verdicts.
     """
+    from .store.view import gc_paused  # the store imports this module: at call time
+
     side = _Side()
     found: dict[bytes, Record | None] = {}
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    start, n = 0, len(lines)
-    while start < n:
-        if lines[start] in known:
-            raw = lines[start]
-            _take(side, raw, known[raw])
-            start += 1
-            continue
-        end = start
-        while end < n and lines[end] not in known:
-            end += 1
-        segment = lines[start:end]
-        for i, got in parse_entries(segment, location):
-            if isinstance(got, ParsedLine):
-                raw, result = got.raw, got.result
-            else:
-                raw, result = segment[i], got
-            record = result if type(result) is Record else None
-            found[raw] = record
-            _take(side, raw, record)
-        start = end
+
+    def take(raw: bytes, result: object) -> None:
+        record = result if type(result) is Record else None
+        found[raw] = record
+        _take(side, raw, record)
+
+    with gc_paused(len(lines)):
+        start, n = 0, len(lines)
+        while start < n:
+            if lines[start] in known:
+                raw = lines[start]
+                _take(side, raw, known[raw])
+                start += 1
+                continue
+            end = start + 1
+            while end < n and lines[end] not in known:
+                end += 1
+            _parse_segment(lines[start:end], location, take)
+            start = end
     return side, found
+
+
+def _parse_segment(segment: list[bytes], location: Location, take: Callable[..., None]) -> None:
+    """Each entry of ``segment`` with its verdict, as a load reads them: runs of usual lines in
+    one call (``usual_run``), the others in the host's order (``slow_entry``).
+    """
+    i, n = 0, len(segment)
+    while i < n:
+        run, j = usual_run(segment, i, location)
+        if len(run) == j - i:
+            for raw, result in zip(segment[i:j], run, strict=True):
+                take(raw, result)
+        else:  # blank lines in the run: ask again line by line
+            for k, got in parse_entries(segment[i:j], location):
+                if isinstance(got, ParsedLine):
+                    take(got.raw, got.result)
+                else:
+                    take(segment[i + k], got)
+        i = j
+        if i < n:
+            entry = slow_entry(segment, i, location)
+            take(entry.raw, entry.result)
+            i = entry.last + 1
 
 
 def _take(side: _Side, raw: bytes, record: Record | None) -> None:

@@ -44,7 +44,7 @@ def build(base_dir: Path, mib: float, changes: int) -> tuple[Path, Path, Path, L
     location = Location(Scope.SHARED, alice)
     rng = random.Random(11)
     target = int(mib * 1024 * 1024)
-    room = 2 * changes * 1200  # both sides' changes must fit in the merged file's 8 MiB
+    room = 3 * changes * 1500  # both sides' changes, and the conflicts' lines, fit in 8 MiB
     base_target = min(target, MAX_STORE_BYTES) - room
     lines: list[bytes] = []
     size = 0
