@@ -211,3 +211,76 @@ def test_a_symlinked_store_file_is_refused_before_anything_is_read(
         with pytest.raises(StoreError) as err:
             read()
         assert err.value.code == ErrorCode.UNSAFE_PATH
+
+
+# ------------------------------------------------- the newest records wherever they are
+
+
+def newest_first_lines(file: StoreFile, n: int) -> list[bytes]:
+    """The host's compaction order: each id where it was first seen, so the records updated
+    last (here the first 40, revised at the end of time) are the file's first lines."""
+    return [revised(file, i, 2, NOW - 100 + i) if i < 40 else line(file, i) for i in range(n)]
+
+
+def revised(file: StoreFile, i: int, revision: int, updated_at: int) -> bytes:
+    """Record ``i`` at ``revision``, updated at ``updated_at``."""
+    data = json.loads(line(file, i, revision=revision))
+    data["updatedAt"] = updated_at
+    return json.dumps(data, separators=(",", ":")).encode() + b"\n"
+
+
+def newest_ids(current: dict[str, Record], count: int) -> set[str]:
+    ranked = sorted(current.values(), key=lambda r: (-r.updatedAt, r.id))
+    return {r.id for r in ranked[:count]}
+
+
+def test_the_newest_records_at_the_start_of_a_big_file_are_found_each_as_loaded(
+    store: MemoryStore,
+) -> None:
+    file = store.file_for(Scope.PROJECT)
+    write(file, newest_first_lines(file, 2000))
+    current = full_load(store, file)
+    preview = newest_records([file], NOW, count=60)
+    assert_exact(preview, current)
+    assert {r.id for r in preview} == newest_ids(current, 60)
+    # What the tail alone gives: none of the 40 newest.
+    assert not {r.id for r in tail_records(file, NOW, count=60)} & newest_ids(current, 40)
+
+
+def test_an_id_whose_last_line_is_invalid_shows_its_last_valid_line(store: MemoryStore) -> None:
+    file = store.file_for(Scope.PROJECT)
+    lines = newest_first_lines(file, 1000)
+    bad = json.loads(revised(file, 3, 3, NOW))
+    bad["title"] = ""  # JSON, but not a record the host keeps
+    lines.append(json.dumps(bad).encode() + b"\n")
+    write(file, lines)
+    current = full_load(store, file)
+    preview = {r.id: r for r in newest_records([file], NOW, count=60)}
+    assert preview[bad["id"]].governance.revision == 2
+    assert_exact(list(preview.values()), current)
+
+
+@pytest.mark.parametrize("where", ["above a newest line", "a newest line's last line"])
+def test_a_line_that_is_not_json_near_a_chosen_line_gives_only_what_the_load_shows(
+    store: MemoryStore, where: str
+) -> None:
+    # A host join could start there: the scan cannot know, so the preview is the tail's.
+    file = store.file_for(Scope.PROJECT)
+    lines = newest_first_lines(file, 1000)
+    if where == "above a newest line":
+        lines.insert(10, b'{"schemaVersion":1,"id":"torn\n')
+    else:
+        rid = json.loads(line(file, 5))["id"]
+        lines.append(f'{{"schemaVersion":1,"id":"{rid}","updatedAt":{NOW},"ti'.encode() + b"\n")
+    write(file, lines)
+    current = full_load(store, file)
+    preview = newest_records([file], NOW, count=60)
+    assert_exact(preview, current)
+    assert {r.id for r in preview} == {r.id for r in tail_records(file, NOW, count=60)}
+
+
+def test_the_mixed_file_of_every_case_is_previewed_exactly(store: MemoryStore) -> None:
+    file = store.file_for(Scope.PROJECT)
+    write(file, mixed_lines(file, 800) + newest_first_lines(file, 300)[:40])
+    current = full_load(store, file)
+    assert_exact(newest_records([file], NOW, count=60), current)

@@ -1,5 +1,10 @@
-"""The newest records of each store file, read from its last bytes: what the app draws in its
-first frame while the whole store loads.
+"""The newest records of each store file: what the app draws in its first frame while the
+whole store loads. They are found wherever they are in the file (``indexed_records``: one scan
+of every line's id and updatedAt, without validation, then only their lines parsed), or, when a
+line that is not JSON could make that differ from a full load, read from its last bytes
+(``tail_records``). Known limit: the scan takes a line's first ``"id"`` key, JSON.parse its last;
+only a line with two top-level ids could make the preview show an earlier revision of one record
+until the load lands (about a second).
 
 Each record is exactly what a full load makes of it. The tail is read with the same checks as
 every read (``UNSAFE_PATH``, ``READ_FAILED``) and parsed with the same ``model.parse_lines``;
@@ -14,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 
 from ..jsonl import check_dirs, check_path, read_file
 from ..model import (
@@ -22,7 +28,9 @@ from ..model import (
     ParsedLine,
     Record,
     RecordInvalid,
+    decode_js,
     effective,
+    loads_js,
     parse_line,
     parse_lines,
 )
@@ -59,13 +67,133 @@ def newest_records(
     files: Iterable[StoreFile], now: int, count: int = PREVIEW_RECORDS
 ) -> list[Record]:
     """About ``count`` of each file's newest current records (all of a smaller file), as a
-    full load at ``now`` reads them. Missing files give nothing.
-    ``UNSAFE_PATH``, ``READ_FAILED``.
+    full load at ``now`` reads them, wherever they are in the file (the host's compaction
+    keeps first-seen order, so a record updated last can be its first line). Missing files
+    give nothing. ``UNSAFE_PATH``, ``READ_FAILED``.
     """
     out: list[Record] = []
     for file in files:
-        out += tail_records(file, now, count)
+        got = _read_tail(file, FIRST_READ_BYTES)
+        if got is None:
+            continue
+        data, whole = got
+        if whole:  # a small file: read whole, exactly as loaded
+            out += _current(data, whole, file, now)
+            continue
+        indexed = indexed_records(file, now, count)
+        out += tail_records(file, now, count) if indexed is None else indexed
     return out
+
+
+# The host's and our writers start every line with these keys; a line that does not is
+# JSON-parsed to learn its id.
+_LINE_START = re.compile(rb'\{"schemaVersion":1,"id":"([^"\\]*)"')
+# Each later line's id, found in one pass over the whole file (a literal start: fast).
+_NEXT_LINE_START = re.compile(rb'\n\{"schemaVersion":1,"id":"([^"\\\n]*)"')
+_UPDATED_AT = re.compile(rb'"updatedAt"\s*:\s*(\d{1,16})\s*[,}]')
+
+
+def indexed_records(file: StoreFile, now: int, count: int = PREVIEW_RECORDS) -> list[Record] | None:
+    """``count`` of the file's newest records found from a scan of every line for its id and
+    ``updatedAt`` (no validation), then only their lines read as a full load reads them. None
+    when that cannot be known to equal a full load (a line that is not JSON within a host
+    join's reach of a chosen line, or a chosen line that is not JSON): ``tail_records`` then.
+
+    The id is the line's first key as our and the host's writers put it (any other line is
+    JSON-parsed for it); ``updatedAt`` only orders the candidates.
+    """
+    got = read_file(file.path)
+    if got is None:
+        return []
+    data = got[1]
+    lines = data.split(b"\n")
+    torn = lines.pop()
+    if torn:
+        lines.append(torn)  # a full load shows a valid last line without newline too
+    at, updated = _index(data, lines)
+    newest = sorted(updated, key=updated.__getitem__, reverse=True)
+    location = file.location
+    checked: dict[int, bool] = {}  # line -> it is JSON (no host join starts there)
+    out: dict[str, Record] = {}
+    for rid in newest:
+        if len(out) >= count:
+            break
+        for n in reversed(at(rid)):  # the id's last valid line is its state
+            if not _no_join_reaches(lines, n, checked):
+                return None
+            try:
+                result = parse_line(lines[n], location)
+            except RecordInvalid as exc:
+                if exc.not_json and not (torn and n == len(lines) - 1):
+                    return None  # a join may start here; only a full parse knows
+                continue
+            if type(result) is Record and result.id == rid:
+                out[rid] = effective(result, now)
+                break
+            if type(result) is Record:
+                return None  # not the id the scan saw: trust only a full parse
+    return list(out.values())
+
+
+def _index(data: bytes, lines: list[bytes]) -> tuple[Callable[[str], list[int]], dict[str, int]]:
+    """Each id's lines (a function: asked for a few ids only) and its last line's updatedAt.
+    A file of our and the host's usual lines, each with its updatedAt, is indexed by one
+    regular expression over the whole buffer; any other by a loop over its lines."""
+    first = _LINE_START.match(data)
+    if first is not None:
+        raw_ids = [first.group(1), *_NEXT_LINE_START.findall(data)]
+        times = _UPDATED_AT.findall(data)
+        if len(raw_ids) == len(times) == len(lines):  # line k has the k-th of each
+            by_id: dict[str, list[int]] = {}
+            ids = [rid.decode("utf-8", "replace") for rid in raw_ids]
+            for k, rid in enumerate(ids):
+                by_id.setdefault(rid, []).append(k)
+            updated = {rid: int(u) for rid, u in zip(ids, times, strict=True)}
+            return by_id.__getitem__, updated
+    by_id = {}
+    updated = {}
+    for n, raw in enumerate(lines):
+        m = _LINE_START.match(raw)
+        rid = m.group(1).decode("utf-8", "replace") if m is not None else _id_of(raw)
+        if rid is None:
+            continue
+        by_id.setdefault(rid, []).append(n)
+        u = _UPDATED_AT.search(raw)
+        updated[rid] = int(u.group(1)) if u is not None else 0
+    return by_id.__getitem__, updated
+
+
+def _id_of(raw: bytes) -> str | None:
+    if not raw.strip():
+        return None
+    try:
+        value = loads_js(decode_js(raw))
+    except (ValueError, RecursionError):
+        return None
+    rid = value.get("id") if isinstance(value, dict) else None
+    return rid if isinstance(rid, str) else None
+
+
+def _is_json_or_blank(raw: bytes) -> bool:
+    if not raw.strip():
+        return True
+    try:
+        loads_js(decode_js(raw))
+    except (ValueError, RecursionError):
+        return False  # not JSON to us: perhaps a host join's start
+    return True
+
+
+def _no_join_reaches(lines: list[bytes], n: int, checked: dict[int, bool]) -> bool:
+    """No line of the ``_REACH`` before line ``n`` can start a host join (each is JSON or
+    blank), so a full load reads line ``n`` as a line of its own."""
+    for k in range(max(0, n - _REACH), n):
+        ok = checked.get(k)
+        if ok is None:
+            checked[k] = ok = _is_json_or_blank(lines[k])
+        if not ok:
+            return False
+    return True
 
 
 def tail_records(
