@@ -317,3 +317,19 @@ async def test_a_notification_shows_a_hostile_title_as_text(tmp_path: Path) -> N
         assert "\x9b" not in note.message and "\u200b" not in note.message
         await pilot.pause()  # the toast is drawn without a MarkupError
         assert app.return_code is None
+
+
+async def test_single_line_breaks_stay_lines_in_the_markdown_view(tmp_path: Path) -> None:
+    # Every auto-writer digest is plain lines with single breaks; a browser would make them
+    # one paragraph.
+    content = (
+        "Files touched: 3 (1 created, 2 modified, 0 deleted).\n"
+        "Created: src/a.py\nModified: src/b.py, src/c.py"
+    )
+    store, rid = hostile_store(tmp_path, content=content, title="Digest")
+    app = app_for(store)
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await shown(pilot, app, rid)
+        lines = [line.removeprefix(GUTTER).strip() for line in detail.text.splitlines()]
+    for line in content.splitlines():
+        assert line in lines, (line, lines)

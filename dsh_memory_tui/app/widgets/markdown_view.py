@@ -5,7 +5,8 @@ definitions (``[//]: # (note)``), link titles, a fence's info string after its l
 draws link and image targets as hyperlinks only. An agent's record is read by a person deciding
 whether to trust it, so each of those is drawn here as literal text (HTML as code, a link's
 target after it, reference definitions as code at their place) and counted, so the pane can say
-what a Markdown view would have hidden. Every text is ``present.visible``: entities such as
+what a Markdown view would have hidden. A single line break stays a line break (a browser would
+join the lines into one paragraph). Every text is ``present.visible``: entities such as
 ``&#x1b;`` decode to characters, which are then shown as stand-ins.
 """
 
@@ -47,6 +48,12 @@ def _inline(token: Token, hidden: Counter[str]) -> list[Token]:
     out: list[Token] = []
     for child in token.children or ():
         kind = child.type
+        if kind == "softbreak":
+            # A browser joins lines into one paragraph; a record's lines (every auto-writer
+            # digest: one fact a line) mean to be lines. Keep them.
+            child.type = "hardbreak"
+            out.append(child)
+            continue
         if kind == "html_inline":
             hidden["HTML comment" if child.content.startswith("<!--") else "inline HTML"] += 1
             out.append(Token("code_inline", "code", 0, content=visible(child.content)))
