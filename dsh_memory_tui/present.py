@@ -8,6 +8,7 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from .model import Origin, Record, Scope, Status, Verification, is_expired
@@ -109,6 +110,61 @@ def visible(text: str, *, multiline: bool = False) -> str:
     Not markup-escaped: callers that draw with Rich/Textual use ``Text``/``markup=False``.
     """
     return (_MULTILINE if multiline else _ONE_LINE).sub(_replace, text)
+
+
+# What ``visible`` writes for a character: a control picture, or a Python-style escape.
+_STAND_IN = re.compile(r"[\u2400-\u241f\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}")
+
+
+def _from_stand_ins(text: str, multiline: bool) -> str:
+    """``visible`` undone: each stand-in back to the character it stands for (text that only
+    looks like one, such as ``\\u0041``, is left as it is)."""
+    pattern = _MULTILINE if multiline else _ONE_LINE
+
+    def back(match: re.Match[str]) -> str:
+        s = match.group()
+        code = ord(s) - 0x2400 if len(s) == 1 else int(s[2:], 16)
+        if code > 0x10FFFF:
+            return s
+        char = chr(code)
+        return char if pattern.fullmatch(char) and _stand_in(code) == s else s
+
+    return _STAND_IN.sub(back, text)
+
+
+def editable(text: str, *, multiline: bool = False) -> str:
+    """``text`` as an edit box shows it: ``visible(text)`` when that can be read back exactly
+    (``EditedText.read``), so a bidi, zero-width or C1 character shows as a stand-in and a CR,
+    U+0085, U+2028 or U+2029 (which a text area would turn into a newline) survives; else the
+    text itself (it also holds text that looks like a stand-in)."""
+    shown = visible(text, multiline=multiline)
+    if shown == text or _from_stand_ins(shown, multiline) != text:
+        return text
+    return shown
+
+
+@dataclass(frozen=True, slots=True)
+class EditedText:
+    """One edit box's text: ``original`` as stored, ``shown`` as the box was given it."""
+
+    original: str
+    multiline: bool = False
+
+    @property
+    def shown(self) -> str:
+        return editable(self.original, multiline=self.multiline)
+
+    def read(self, edited: str) -> str:
+        """What to save for the box now holding ``edited``: ``original`` exactly when it was
+        not changed (a field the reviewer did not touch keeps every character); else
+        ``edited``, with its stand-ins back as their characters when the box showed
+        stand-ins."""
+        shown = self.shown
+        if edited == shown:
+            return self.original
+        if shown == self.original:  # the box showed the text itself: what is typed is the text
+            return edited
+        return _from_stand_ins(edited, self.multiline)
 
 
 def hidden_characters(*texts: str, multiline: bool = False) -> int:

@@ -26,10 +26,13 @@ from ...model import (
     RecordType,
     Scope,
 )
+from ...present import EditedText, visible
 from .conflict import diff_text
 
 # The fields an edit writes, in the form's order, and how each is named to the reviewer.
 FIELDS = {"type": "Type", "title": "Title", "content": "Content", "tags": "Tags"}
+# The fields typed in a text box.
+TEXT_FIELDS = ("title", "content", "tags")
 
 
 def _bytes(text: str) -> int:
@@ -88,10 +91,10 @@ def field_diff(name: str, before: str, after: str) -> Text:
         out = Text()
         for tag in old:
             if tag not in new:
-                out.append(f"- {tag}\n", style="red")
+                out.append(f"- {visible(tag)}\n", style="red")
         for tag in new:
             if tag not in old:
-                out.append(f"+ {tag}\n", style="green")
+                out.append(f"+ {visible(tag)}\n", style="green")
         out.rstrip()
         return out
     return diff_text(before, after)
@@ -137,10 +140,21 @@ class RecordForm(ModalScreen[str | None]):
         self.choices: dict[str, str] = {}
         self._mine: dict[str, str] = {}
         self._theirs: dict[str, str] = {}
+        # Each text box's value as stored and as it was shown (stand-ins for what a reader
+        # cannot see or a text area would rewrite): an untouched field saves its exact text.
+        texts = field_texts(record) if record else {"title": "", "content": "", "tags": ""}
+        self._texts = {name: self._edited(name, texts[name]) for name in TEXT_FIELDS}
+
+    @staticmethod
+    def _edited(name: str, text: str) -> EditedText:
+        return EditedText(text, multiline=name == "content")
 
     def compose(self) -> ComposeResult:
         r = self.record
-        heading = f"Edit {r.id} (revision {r.governance.revision})" if r else "New memory record"
+        heading = (
+            f"Edit {visible(r.id)} (revision {r.governance.revision})" if r else "New memory record"
+        )
+        shown = {name: text.shown for name, text in self._texts.items()}
         with Vertical(classes="dialog-box form-box"):
             yield Label(heading, classes="dialog-title", id="form-heading", markup=False)
             yield Static("", id="form-error", classes="form-error hidden", markup=False)
@@ -163,13 +177,13 @@ class RecordForm(ModalScreen[str | None]):
                     id="type",
                 )
                 yield Label("Title", classes="field-label")
-                yield Input(r.title if r else "", id="title", placeholder="one line")
+                yield Input(shown["title"], id="title", placeholder="one line")
                 yield Static("", id="title-error", classes="field-error", markup=False)
                 yield Label("Content (Markdown)", classes="field-label")
-                yield TextArea(r.content if r else "", id="content", soft_wrap=True)
+                yield TextArea(shown["content"], id="content", soft_wrap=True)
                 yield Static("", id="content-error", classes="field-error", markup=False)
                 yield Label("Tags (comma-separated)", classes="field-label")
-                yield Input(", ".join(r.tags) if r else "", id="tags")
+                yield Input(shown["tags"], id="tags")
                 yield Static("", id="tags-error", classes="field-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
@@ -177,10 +191,16 @@ class RecordForm(ModalScreen[str | None]):
 
     # ------------------------------------------------------------------ validation
 
+    def _text(self, name: str) -> str:
+        """The text of box ``name`` as it would be stored (see ``EditedText.read``)."""
+        box = self.query_one(f"#{name}")
+        edited = box.text if isinstance(box, TextArea) else box.value  # type: ignore[attr-defined]
+        return self._texts[name].read(edited)
+
     def _errors(self) -> dict[str, str]:
-        title = self.query_one("#title", Input).value.strip()
-        content = self.query_one("#content", TextArea).text
-        tags = self.query_one("#tags", Input).value
+        title = self._text("title").strip()
+        content = self._text("content")
+        tags = self._text("tags")
         errors: dict[str, str] = {}
         # The host's limits (its validateRecord); the store checks everything again.
         if not title:
@@ -206,12 +226,13 @@ class RecordForm(ModalScreen[str | None]):
 
     def _result(self) -> FormResult:
         r = self.record
+        title, tags = self._text("title"), self._text("tags")
         scope = r.scope if r else self.query_one("#scope", Select).value
         return FormResult(
             record_type=self.query_one("#type", Select).value,  # type: ignore[arg-type]
-            title=self.query_one("#title", Input).value.strip(),
-            content=self.query_one("#content", TextArea).text,
-            tags=parse_tags(self.query_one("#tags", Input).value),
+            title=title if title == self._texts["title"].original else title.strip(),
+            content=self._text("content"),
+            tags=list(r.tags) if r and tags == self._texts["tags"].original else parse_tags(tags),
             scope=scope,  # type: ignore[arg-type]
             record_id=r.id if r else None,
             base_revision=self.base_revision,
@@ -273,18 +294,20 @@ class RecordForm(ModalScreen[str | None]):
         kind = self.query_one("#type", Select).value
         return {
             "type": kind.value if isinstance(kind, RecordType) else str(kind),
-            "title": self.query_one("#title", Input).value,
-            "content": self.query_one("#content", TextArea).text,
-            "tags": self.query_one("#tags", Input).value,
+            "title": self._text("title"),
+            "content": self._text("content"),
+            "tags": self._text("tags"),
         }
 
     def _set_value(self, name: str, text: str) -> None:
         if name == "type":
             self.query_one("#type", Select).value = RecordType(text)
-        elif name == "content":
-            self.query_one("#content", TextArea).text = text
+            return
+        self._texts[name] = edited = self._edited(name, text)
+        if name == "content":
+            self.query_one("#content", TextArea).text = edited.shown
         else:
-            self.query_one(f"#{name}", Input).value = text
+            self.query_one(f"#{name}", Input).value = edited.shown
 
     def _merge(self, newer: Record) -> None:
         """The other side saved ``newer`` while this form was open: the form now edits on top
@@ -311,7 +334,7 @@ class RecordForm(ModalScreen[str | None]):
                 self.choices[f] = "mine"
         revision = newer.governance.revision
         self.query_one("#form-heading", Label).update(
-            f"Edit {newer.id} (merging with revision {revision})"
+            f"Edit {visible(newer.id)} (merging with revision {revision})"
         )
         self._error("")
         box = self.query_one("#merge", Vertical)
