@@ -156,8 +156,9 @@ SESSION_REVIEW_ACTIONS = ("verify", "reject", "pin", "archive", "restore", "forg
 # (code, one line): a StoreError's code, or UNAVAILABLE / BUSY for the app's own reasons.
 Refusal = tuple[str, str]
 NO_ADOPT = (
-    "this tab's file has no lines of another workspace to adopt (the Project and Shared tabs "
-    "say when they do)"
+    "this tab's file has no lines of another workspace to adopt (the Project tab says when it "
+    "does; in the shared file other rootIds are teammates' clones: dsh-memory adopt --scope "
+    "shared-project takes a moved project's)"
 )
 
 

@@ -1,6 +1,6 @@
 """Team memory in the app: the Shared tab lists every clone's records of shared.jsonl, marks
-another clone's with ⇄ and says in the detail pane that another clone wrote it; the help screen
-says whether git merges the file by record id.
+another clone's with ⇄ and says in the detail pane that another clone wrote it; M (adopt) is not
+offered for them; the help screen says whether git merges the file by record id.
 """
 
 from __future__ import annotations
@@ -8,6 +8,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from teamgit import Clone, make_team
+from textual.widgets import Static
+
+from dsh_memory_tui.app.screens.dialogs import HelpScreen
 from dsh_memory_tui.model import Scope
 from dsh_memory_tui.present import TEAM_MARK
 from dsh_memory_tui.store import MemoryStore
@@ -54,3 +58,39 @@ async def test_the_detail_says_another_clone_wrote_it(tmp_path: Path) -> None:
             lambda: "written by another clone of this project" in detail.text,
             what="whose clone",
         )
+
+
+async def test_adopt_is_not_offered_for_a_teammates_shared_records(tmp_path: Path) -> None:
+    home, ws, _, _ = two_clones(tmp_path)
+    app = make_app(home, ws, user="bob")
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "shared")
+        await wait_for(pilot, lambda: app.pane("shared").table.row_count == 2, what="rows")
+        refused = app.screen.unavailable("adopt")
+        assert refused is not None and "teammates' clones" in refused[1]
+
+
+async def help_notes(clone: Clone) -> str:
+    """The help screen's notes in the app opened on ``clone``."""
+    clone.path.mkdir(parents=True, exist_ok=True)
+    app = make_app(clone.home, clone.path, user=clone.author.lower())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+        return str(app.screen.query_one("#help-notes", Static).content)
+
+
+async def test_the_help_says_git_merges_the_shared_file_by_record_id(tmp_path: Path) -> None:
+    _, alice, _ = make_team(tmp_path)
+    assert "team memory: git merges shared.jsonl by record id" in await help_notes(alice)
+
+
+async def test_the_help_says_how_to_set_git_up_when_it_is_not(tmp_path: Path) -> None:
+    _, alice, _ = make_team(tmp_path, install=False)
+    notes = await help_notes(alice)
+    assert "git merge driver not set up" in notes and "dsh-memory git install" in notes
+
+
+async def test_the_help_says_when_the_workspace_is_not_in_git(tmp_path: Path) -> None:
+    plain = Clone(tmp_path / "plain", tmp_path / "home-plain", "Carol")
+    assert "team memory: not in a git repository" in await help_notes(plain)

@@ -78,6 +78,7 @@ class MainScreen(Screen[None]):
         self._ask_bar_widget: AskBar | None = None
         self._binding_signature: tuple[bool | None, ...] = ()
         self._adoptable: dict[Scope, FileView | None] = {}  # _adopt_view's last answers
+        self._git_state: str | None = None  # _git_setup's answer
 
     @property
     def memory(self) -> MemoryApp:
@@ -296,6 +297,7 @@ class MainScreen(Screen[None]):
             f"home:        {paths.home_memory_dir}",
             f"workspace:   {paths.workspace_memory_dir}",
         ]
+        notes += ["", f"team memory: {self._git_setup()}"]
         if app.demo:
             from ...demo import reach_commands
 
@@ -304,6 +306,15 @@ class MainScreen(Screen[None]):
         # "-" is told on the line of "*": every key fits the help screen at 36 rows.
         keys = [(k.shown, k.help) for k in ACTIONS if k.action != "clear_marks"]
         app.push_screen(HelpScreen(keys[:-2] + OTHER_KEYS + keys[-2:], notes))
+
+    def _git_setup(self) -> str:
+        """Whether git merges shared.jsonl by record id here (``team.status``: a few git
+        processes, asked once per run)."""
+        if self._git_state is None:
+            from ... import team
+
+            self._git_state = team.status(self.memory.store.paths.workspace).summary()
+        return self._git_state
 
     # ------------------------------------------------------------------ reviewing
 
@@ -490,11 +501,13 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ whole files
 
     def _adopt_view(self) -> FileView | None:
-        """The active tab's project or shared-project file when it has lines of another
-        workspace's rootId (a moved or copied project), else None."""
+        """The active tab's project file when it has lines of another workspace's rootId (a
+        moved or copied project), else None. Not the shared file: its other rootIds are the
+        team's clones, whose records adopting would take from their authors' hosts (the CLI's
+        ``adopt --scope shared-project`` does it for a moved project)."""
         app = self.memory
         scope = app.active_pane.spec.scope
-        if scope not in (Scope.PROJECT, Scope.SHARED):
+        if scope is not Scope.PROJECT:
             return None
         if not app._store_gate.acquire(blocking=False):
             # A write is running and may be rebuilding the view: the answer from before it.
