@@ -567,7 +567,7 @@ def install(workspace: Path) -> GitStatus:
     text = _read_text(attributes)
     if line not in text.splitlines():
         sep = "" if not text or text.endswith("\n") else "\n"
-        write_atomic(attributes, (text + sep + line + "\n").encode())
+        _write_attributes(attributes, text + sep + line + "\n")
     _git(
         top, "config", f"merge.{DRIVER}.name", "dsh-memory: shared memory by record id", check=True
     )
@@ -585,9 +585,19 @@ def uninstall(workspace: Path) -> GitStatus:
     line = _attribute_line(top, workspace)
     kept = [x for x in text.splitlines() if x != line]
     if len(kept) != len(text.splitlines()):
-        write_atomic(attributes, "".join(x + "\n" for x in kept).encode())
+        _write_attributes(attributes, "".join(x + "\n" for x in kept))
     _git(top, "config", "--remove-section", f"merge.{DRIVER}")  # absent: nothing to do
     return status(workspace)
+
+
+def _write_attributes(path: Path, text: str) -> None:
+    """``.gitattributes`` replaced atomically, readable as a checked-out file is (0644, not
+    the store's 0600: it is the project's, committed and read by every tool)."""
+    write_atomic(path, text.encode())
+    try:
+        os.chmod(path, 0o644)
+    except OSError as exc:
+        raise StoreError(ErrorCode.WRITE_FAILED, f"cannot set the mode of {path}: {exc}") from None
 
 
 def _read_text(path: Path) -> str:

@@ -42,6 +42,7 @@ def test_install_sets_the_attribute_and_the_driver_once(tmp_path):
     assert again.returncode == 0, again.stderr
     attributes = (alice.path / ".gitattributes").read_text()
     assert attributes.count("merge=dsh-memory") == 1
+    assert (alice.path / ".gitattributes").stat().st_mode & 0o777 == 0o644
     assert f"/{SHARED} merge=dsh-memory" in attributes
     driver = alice.git("config", "--get", "merge.dsh-memory.driver").stdout.strip()
     assert driver.endswith("-m dsh_memory_tui.cli merge-file %O %A %B %P")
