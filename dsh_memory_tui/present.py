@@ -173,6 +173,18 @@ def hidden_characters(*texts: str, multiline: bool = False) -> int:
     return sum(len(pattern.findall(t)) for t in texts)
 
 
+def hidden_spans(text: str, *, multiline: bool = False) -> list[tuple[int, int]]:
+    """Where in ``text`` the characters ``visible`` would replace are: (start, end) of each
+    run of them (the ``invisible`` risk flag's spans)."""
+    spans: list[tuple[int, int]] = []
+    for match in (_MULTILINE if multiline else _ONE_LINE).finditer(text):
+        if spans and spans[-1][1] == match.start():
+            spans[-1] = (spans[-1][0], match.end())
+        else:
+            spans.append(match.span())
+    return spans
+
+
 def record_hidden_characters(record: Record) -> int:
     """The control/bidi/zero-width characters anywhere a person reads ``record``: id, title,
     scope key, tags, content (newlines and tabs allowed there), provenance, review fields and
