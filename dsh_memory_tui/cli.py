@@ -13,11 +13,11 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from . import __version__
+from . import __version__, lint
 from .agent_view import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
 from .errors import ErrorCode, StoreError
 from .ids import short_ids
-from .model import Record, Scope, SourceRef, records_json
+from .model import Record, Scope, SourceRef, Status, Verification, records_json
 from .present import (
     ADDED,
     CONTEXT,
@@ -434,6 +434,65 @@ def cmd_keep(store: MemoryStore, args: argparse.Namespace) -> int:
     )
 
 
+def cmd_merge(store: MemoryStore, args: argparse.Namespace) -> int:
+    result = store.merge(
+        store.resolve_id(args.keep),
+        store.resolve_id(args.other),
+        title=args.title,
+        content=args.content,
+        reason=args.reason,
+        base_revision=args.base_revision,
+        confirm_shared=args.yes_shared,
+    )
+    other = result.other
+    word = other.governance.verification.value if other.status is Status.ACTIVE else "archived"
+    print(f"{word}: {other.id}")
+    return _written(result.kept.id, f"merged: revision {result.kept.governance.revision}, verified")
+
+
+def cmd_lint(store: MemoryStore, args: argparse.Namespace) -> int:
+    records = store.records(args.scope)
+    if args.id:
+        selected = [store.get(args.id)]
+    elif args.all:
+        selected = records
+    else:
+        selected = [r for r in records if r.governance.verification is Verification.UNVERIFIED]
+    found = lint.report(records, selected)
+    titles = {r.id: r.title for r in records}
+    if args.json:
+        _dump([item.as_json() for item in found])
+    else:
+        for item in found:
+            if not item.flags and not item.near:
+                continue
+            r = item.record
+            print(f"{visible(r.id)}  {r.scope.value}  {r.governance.verification.value}")
+            print(f"  {visible(r.title)}")
+            for flag in item.flags:
+                text = r.title if flag.field == "title" else r.content
+                line = text.count("\n", 0, flag.start) + 1
+                # A secret is named, never repeated: CI logs are read by many.
+                print(f"  {flag.kind:<12} {flag.field}:{line}  {visible(flag.what)}")
+            for similar in item.near:
+                title = visible(titles.get(similar.record_id, ""))
+                rid = visible(similar.record_id)
+                print(f"  {'near-dup':<12} {rid} ({similar.score:.2f})  {title}")
+        flagged = sum(1 for item in found if item.flags)
+        near = sum(1 for item in found if item.near)
+        print(f"{len(found)} record(s) checked: {flagged} flagged, {near} with near-duplicates")
+    bad = lint.verified_secrets(selected if args.id else records)
+    if bad:
+        ids = ", ".join(visible(r.id) for r in bad)
+        print(
+            f"lint: {len(bad)} verified, active record(s) carry a secret (agents are served "
+            f"them): {ids}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def cmd_adopt(store: MemoryStore, args: argparse.Namespace) -> int:
     scopes = [args.scope] if args.scope else [Scope.PROJECT, Scope.SHARED]
     ids: list[str] = []
@@ -815,7 +874,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = command(name, cmd_action, help_)
         p.add_argument("id")
         if name in ("verify", "reject", "reverify"):
-            p.add_argument("--reason")
+            p.add_argument(
+                "--reason", help="why (needed to verify a record that carries risk flags)"
+            )
         shared_opt(p)
 
     p = command(
@@ -827,6 +888,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--reason")
     shared_opt(p)
+
+    p = command(
+        "merge",
+        cmd_merge,
+        "merge two records of one file into a new revision of KEEP naming both "
+        "(verified); OTHER is rejected if unverified, else archived (one locked write)",
+    )
+    p.add_argument("keep")
+    p.add_argument("other")
+    p.add_argument("--title", help="the merged title (default: KEEP's)")
+    p.add_argument("--content", help="the merged content (default: KEEP's, then OTHER's)")
+    p.add_argument("--reason", help="why (needed when the merged text carries risk flags)")
+    p.add_argument("--base-revision", type=int, help="KEEP's revision you merged from")
+    shared_opt(p)
+
+    p = command(
+        "lint",
+        cmd_lint,
+        "risk flags and near-duplicates of unverified records (exit 1 when a verified, "
+        "active record carries a secret)",
+    )
+    p.add_argument("id", nargs="?", help="only this record")
+    p.add_argument("--all", action="store_true", help="every active record, verified ones too")
+    p.add_argument("--scope", type=_scope)
+    p.add_argument("--json", action="store_true")
 
     p = command(
         "adopt",

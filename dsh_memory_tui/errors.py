@@ -34,6 +34,7 @@ class ErrorCode(StrEnum):
     AMBIGUOUS_ID = "AMBIGUOUS_ID"
     CONFLICT_MARKERS = "CONFLICT_MARKERS"
     GIT_FAILED = "GIT_FAILED"
+    REASON_REQUIRED = "REASON_REQUIRED"
 
 
 class StoreError(Exception):

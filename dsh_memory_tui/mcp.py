@@ -36,6 +36,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from . import lint
 from .agent_view import (
     DEFAULT_BUDGET_BYTES,
     AgentView,
@@ -234,10 +235,18 @@ class MemoryServer:
                 session=(self.session_id, None),
             )
         saved = result.record
-        return (
+        answer = (
             f'Saved memory proposal "{saved.title}" ({saved.scope.value} scope) for your review. '
             "It is not injected into context until the user verifies it."
         )
+        found = lint.record_flags(saved)
+        if found:
+            # Told, not refused: the reviewer decides; the agent learns what it looked like.
+            answer += (
+                f" Risk flags raised: {lint.describe(found)}. The reviewer sees them, and "
+                "verifying it needs their reason."
+            )
+        return answer
 
     # ----------------------------------------------------------------- serving
 

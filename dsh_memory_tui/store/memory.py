@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .. import lint
 from ..errors import ErrorCode, StoreError
 from ..governance import (
+    PIN_FIELDS,
     Action,
     conflict_rivals,
     display_conflict_groups,
@@ -70,6 +72,15 @@ class KeepResult:
 
 
 @dataclass(frozen=True, slots=True)
+class MergeResult:
+    """What a merge wrote: the kept record's new revision (verified, naming both parents) and
+    the other record (rejected when it was unverified, else archived)."""
+
+    kept: Record
+    other: Record
+
+
+@dataclass(frozen=True, slots=True)
 class WriteResult:
     """The id a write produced, and whether a line was written (False: nothing new to merge)."""
 
@@ -100,6 +111,28 @@ def merge_refs(existing: list[SourceRef], incoming: Iterable[SourceRef]) -> list
             seen.add(_ref_key(ref))
             refs.append(ref)
     return refs
+
+
+def require_reason(record: Record, reason: str | None) -> None:
+    """A record with risk flags (``lint.record_flags``) is verified only with a reason: the
+    reviewer says why it may be relied on. REASON_REQUIRED otherwise."""
+    if reason and reason.strip():
+        return
+    found = lint.record_flags(record)
+    if found:
+        raise StoreError(
+            ErrorCode.REASON_REQUIRED,
+            f"{record.id} carries risk flags: {lint.describe(found)}; verifying it needs a "
+            "reason (say why an agent may rely on it)",
+        )
+
+
+def merged_content(keep: Record, other: Record) -> str:
+    """What a merge proposes by default: the kept content, then the other's (once when the
+    two are the same)."""
+    if keep.content.strip() == other.content.strip():
+        return keep.content
+    return f"{keep.content.rstrip()}\n\n{other.content.strip()}"
 
 
 def tombstone(record: Record, now: int) -> Record:
@@ -597,6 +630,8 @@ class MemoryStore:
 
     def _transition(self, action: Action, current: Record, reason: str | None) -> Record:
         _not_forgotten(current)
+        if action in (Action.VERIFY, Action.REVERIFY):
+            require_reason(current, reason)
         return transition(current, action, self.clock(), reviewer=self.user_id, reason=reason)
 
     def apply(
@@ -767,6 +802,8 @@ class MemoryStore:
             plan = keep_plan(current, view.same_title(current.type, current.title), now)
             kept, rejected, archived = current, [], []
             for record, action in plan:
+                if record.id == record_id and action in (Action.VERIFY, Action.REVERIFY):
+                    require_reason(record, reason)
                 note = reason
                 if record.id != record_id and action is Action.REJECT and not reason:
                     note = f"another version was kept: {record_id}"
@@ -779,6 +816,107 @@ class MemoryStore:
                     archived.append(new)
             result = KeepResult(kept, rejected, archived)
             return [r for r in result.written if r is not current], result
+
+        return self.write(view.file, build, confirm_shared=confirm_shared)
+
+    def merge(
+        self,
+        keep_id: str,
+        other_id: str,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        reason: str | None = None,
+        base_revision: int | None = None,
+        confirm_shared: bool = False,
+    ) -> MergeResult:
+        """Merge two records of one file that say the same thing (near-duplicates, a conflict
+        group): a new revision of ``keep_id`` with ``title`` (default: its own) and ``content``
+        (default: ``merged_content``), verified by this user, whose sourceRefs add both
+        parents as ``{kind: import, id, contentHash}`` (the kept record as it was, and the
+        other); the other is rejected when unverified, else archived. One locked write.
+
+        INVALID_TRANSITION when the two are one record, in different files, not active or
+        rejected; READ_ONLY_SCOPE for session records; REVISION_CONFLICT when ``keep_id`` is
+        not at ``base_revision``; REASON_REQUIRED when the merged text carries risk flags and
+        no reason is given; INVALID_RECORD when the result is not valid to the host.
+        """
+        if keep_id == other_id:
+            raise StoreError(ErrorCode.INVALID_TRANSITION, "a record cannot be merged with itself")
+        view, _ = self.locate(keep_id)
+        other_view, _ = self.locate(other_id)
+        if other_view.path != view.path:
+            raise StoreError(
+                ErrorCode.INVALID_TRANSITION,
+                f"{keep_id} and {other_id} are in different files ({view.scope.value}, "
+                f"{other_view.scope.value}): copy one into the other's scope first",
+            )
+        if view.scope is Scope.SESSION:
+            raise StoreError(
+                ErrorCode.READ_ONLY_SCOPE,
+                "session records are review material: copy them to another scope to merge them",
+            )
+        if title is not None and not js_trim(title):
+            raise StoreError(ErrorCode.INVALID_RECORD, "title is empty")
+        if content is not None and not js_trim(content):
+            raise StoreError(ErrorCode.INVALID_RECORD, "content is empty")
+
+        def build(view: FileView) -> tuple[list[Record], MergeResult]:
+            keep = view.current.get(keep_id)
+            other = view.current.get(other_id)
+            if keep is None or other is None:
+                missing = keep_id if keep is None else other_id
+                raise StoreError(ErrorCode.NOT_FOUND, f"no record {missing}")
+            self._check_base(keep, base_revision)
+            for record in (keep, other):
+                _not_forgotten(record)
+                if record.status is not Status.ACTIVE:
+                    raise StoreError(
+                        ErrorCode.INVALID_TRANSITION,
+                        f"cannot merge {record.id}: it is {record.status.value}",
+                    )
+                if record.governance.verification is Verification.REJECTED:
+                    raise StoreError(
+                        ErrorCode.INVALID_TRANSITION, f"cannot merge {record.id}: it was rejected"
+                    )
+            now = self.clock()
+            changes: dict[str, Any] = {}
+            new_title = js_trim(title) if title is not None else keep.title
+            new_content = merged_content(keep, other) if content is None else content.strip("\n")
+            if new_title != keep.title:
+                changes["title"] = new_title
+            if new_content != keep.content:
+                changes["content"] = new_content
+            parents = [
+                SourceRef(kind="import", id=keep.id, contentHash=keep.contentHash),
+                SourceRef(kind="import", id=other.id, contentHash=other.contentHash),
+            ]
+            refs = merge_refs(keep.governance.sourceRefs, parents)
+            if len(refs) > MAX_SOURCE_REFS:
+                old = [r for r in refs if r not in parents]
+                refs = old[: MAX_SOURCE_REFS - len(parents)] + parents
+            note = reason.strip() if reason and reason.strip() else f"merged with {other.id}"
+            gov: dict[str, Any] = {
+                "verification": Verification.VERIFIED,
+                "verifiedAt": now,
+                "verifiedBy": "user",
+                "reviewedBy": self.user_id,
+                "reviewedAt": now,
+                "reviewNote": note,
+                "sourceRefs": [r.model_dump(exclude_none=True) for r in refs],
+            }
+            merged = next_revision(keep, now, changes, gov, PIN_FIELDS)
+            require_reason(merged, reason)
+            action = (
+                Action.REJECT
+                if other.governance.verification is Verification.UNVERIFIED
+                else Action.ARCHIVE
+            )
+            retired = transition(
+                other, action, now, reviewer=self.user_id, reason=f"merged into {keep.id}"
+            )
+            result = MergeResult(merged, retired)
+            return [merged, retired], result
 
         return self.write(view.file, build, confirm_shared=confirm_shared)
 
