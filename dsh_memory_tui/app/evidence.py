@@ -1,0 +1,100 @@
+"""The review evidence the app shows (Textual-free): each record's risk flags and near-duplicates
+(``lint``), computed in a worker thread after a load or a sync, read by the UI thread.
+
+The first frame never waits for it: until a record's flags are known the app shows none and
+filters on them by computing them (cached) for the records the filter looks at. A sync that
+appends a record costs its flags and one index update, well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from .. import lint
+from ..model import Record
+from ..present import visible
+
+# A row's marker for a flagged record (beside pinned, expired and conflict).
+RISK_MARK = "!"
+
+
+class Evidence:
+    """Flags by record id and a near-duplicate index, shared between the worker that fills
+    them and the UI that reads them (a lock held for one record at a time)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flags: dict[str, tuple[lint.Flag, ...]] = {}
+        self._seen: dict[str, Record] = {}
+        self._index = lint.NearDuplicates()
+        self.generation = 0  # bumped when a computation changed something
+
+    def update(self, records: Iterable[Record], gone: Iterable[str] = ()) -> bool:
+        """Flag and index ``records`` (the current version of each; in a worker thread) and
+        forget ``gone``. True when anything changed."""
+        changed = False
+        for rid in gone:
+            with self._lock:
+                if self._seen.pop(rid, None) is not None:
+                    self._flags.pop(rid, None)
+                    self._index.remove(rid)
+                    changed = True
+        for record in records:
+            if self._seen.get(record.id) is record:
+                continue
+            found = lint.record_flags(record)  # outside the lock: the slow part
+            lint.fingerprint(record.title, record.content)
+            with self._lock:
+                self._seen[record.id] = record
+                self._flags[record.id] = found
+                if lint.visible_to_reviewer(record):
+                    self._index.update(record)
+                else:
+                    self._index.remove(record.id)
+            changed = True
+        if changed:
+            self.generation += 1
+        return changed
+
+    def known(self, record_id: str) -> bool:
+        return record_id in self._flags
+
+    def flags(self, record: Record) -> tuple[lint.Flag, ...]:
+        """The record's flags: from the worker when it has seen this version, else computed
+        here (cached by text)."""
+        if self._seen.get(record.id) is record:
+            return self._flags.get(record.id, ())
+        return lint.record_flags(record)
+
+    def flagged(self, record: Record) -> bool:
+        """Whether the row shows the risk marker: only what the worker found (a row is never
+        held up by a computation)."""
+        return self._seen.get(record.id) is record and bool(self._flags.get(record.id))
+
+    def near(self, record: Record, limit: int = 5) -> list[lint.Similar]:
+        with self._lock:
+            return self._index.similar(record, limit=limit)
+
+
+def flag_lines(record: Record, found: Iterable[lint.Flag]) -> list[tuple[str, str, str]]:
+    """The detail pane's evidence: for each flag (kind, where, the line with the span), as
+    (prefix, span, suffix) of what a reviewer reads, the span to highlight. A secret's span
+    is shown masked but for its first four characters: enough to recognise, not to use."""
+    out: list[tuple[str, str, str]] = []
+    for flag in found:
+        text = record.title if flag.field == "title" else record.content
+        start = text.rfind("\n", 0, flag.start) + 1
+        end = text.find("\n", flag.end)
+        end = len(text) if end < 0 else end
+        line_no = text.count("\n", 0, flag.start) + 1
+        span = text[flag.start : flag.end]
+        if flag.kind == "secret":
+            span = span[:4] + "…" * min(3, max(0, len(span) - 4))
+        before = text[max(start, flag.start - 40) : flag.start]
+        after = text[flag.end : min(end, flag.end + 40)]
+        head = f"{flag.kind:<11} {flag.field}:{line_no} {flag.what}: "
+        if flag.kind == "invisible":
+            span = visible(span)
+        out.append((visible(head + before), visible(span), visible(after)))
+    return out
