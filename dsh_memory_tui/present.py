@@ -255,9 +255,10 @@ def expired_at(record: Record, now: int) -> bool:
 # Table markers (one cell each): pinned, expired, in an open conflict group.
 PINNED_MARK, EXPIRED_MARK, CONFLICT_MARK, TEAM_MARK = "⚑", "⧗", "≠", "⇄"
 SOURCE_MARK = "Δ"  # verified, but a cited file changed: needs re-review
+RISK_MARK = "!"  # risk flags (lint): a secret, personal data, an instruction, a link, hidden text
 MARKER_HELP = (
     f"{PINNED_MARK} pinned  {EXPIRED_MARK} expired (stale)  {CONFLICT_MARK} conflict  "
-    f"{SOURCE_MARK} cited code changed  {TEAM_MARK} another clone's"
+    f"{SOURCE_MARK} cited code changed  {TEAM_MARK} another clone's  {RISK_MARK} risk flags"
 )
 
 
@@ -267,9 +268,11 @@ def markers(
     conflict: bool = False,
     source_changed: bool = False,
     root_id: str = "",
+    risky: bool = False,
 ) -> str:
-    """The table's marker cell: pinned, expired, open conflict, cited code changed, and
-    (given this workspace's ``root_id``) a shared record another clone of the project wrote.
+    """The table's marker cell: pinned, expired, open conflict, cited code changed, (given
+    this workspace's ``root_id``) a shared record another clone of the project wrote, and
+    risk flags.
     """
     return "".join(
         (
@@ -280,6 +283,7 @@ def markers(
             TEAM_MARK
             if root_id and record.scope is Scope.SHARED and record.scopeKey != root_id
             else "",
+            RISK_MARK if risky else "",
         )
     )
 

@@ -54,7 +54,12 @@ ACTIONS: list[Key] = [
     # After the keys the footer showed before them: at 80 columns it shows what fits.
     Key("R", "reverify", "Reverify", "re-verify a stale record (edited or expired since)"),
     Key("p", "pin", "Pin/unpin", "pin a verified record (the agent sees it first), or unpin"),
-    Key("K", "keep", "Keep version", "conflict group: versions side by side, keep one"),
+    Key(
+        "K",
+        "keep",
+        "Keep version",
+        "conflict group or near-duplicates: side by side, keep one (or M: merge them)",
+    ),
     Key(
         "slash",
         "filter",
@@ -181,6 +186,8 @@ class Here:
     read_only: Callable[[str], str | None] = _writable
     # The versions of the record's open conflict group (itself included), or [].
     group: Callable[[Record], list[Record]] = _no_group
+    # The record's near-duplicates it can be merged with (K compares them), or [].
+    near: Callable[[Record], list[Record]] = _no_group
     adoptable: bool = False  # the tab's file holds lines of another workspace
 
 
@@ -257,8 +264,8 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
         return None
     if action == "keep":
         why = keep_refusal(one, here.group(one), here.now)
-        if why is None:
-            return None
+        if why is None or (not here.group(one) and here.near(one)):
+            return None  # a conflict group to resolve, or near-duplicates to compare
         code = (
             ErrorCode.FORGOTTEN if one.status is Status.FORGOTTEN else ErrorCode.INVALID_TRANSITION
         )

@@ -8,6 +8,7 @@ tabs (load, sync, notifications), the watcher and the cursor.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -20,10 +21,11 @@ from textual.timer import Timer
 from textual.widgets import Input, Static, Tab, TabbedContent, TabPane
 from textual.widgets._toast import Toast
 
+from .. import lint
 from ..errors import StoreError
 from ..governance import ConflictIndex, conflict_rivals
 from ..jsonl import ensure_dir
-from ..model import Record, Scope
+from ..model import Record, Scope, Status
 from ..present import visible
 from ..review import (
     PROPOSAL_TITLES,
@@ -37,6 +39,7 @@ from ..review import (
 from ..store import FileView, MemoryStore
 from ..store.preview import PREVIEW_FROM_BYTES, newest_records, total_bytes
 from .actions import ACTION_NAMES, ACTIONS, Refusal
+from .evidence import Evidence, RecordEvidence, flag_lines
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
 from .screens.main import EDITABLE_SCOPES, MainScreen
@@ -80,6 +83,10 @@ class MemoryApp(StoreWorkers):
         self._status_text = ""
         self.startup_error: StoreError | None = None  # the store could not be read at start
         self._progress_timer: Timer | None = None
+        # Risk flags and near-duplicates, computed by a worker after each sync.
+        self.evidence = Evidence()
+        self._evidence_running = False
+        self._evidence_due = False
 
     # ------------------------------------------------------------------ layout
 
@@ -99,6 +106,7 @@ class MemoryApp(StoreWorkers):
                         self.store.paths.root_id,
                         self._open_conflict,
                         self.store.clock,
+                        self.evidence,
                     )
                     pane.in_view = spec.id == self.initial_tab
                     yield pane
@@ -363,6 +371,64 @@ class MemoryApp(StoreWorkers):
             pane.set_banner(banner(mine, paths, quarantined))
         self.show_detail(self.active_pane)
         self._status()
+        self._gather_evidence()
+
+    def _gather_evidence(self) -> None:
+        """Flags and near-duplicates of what the tabs hold, in a worker thread: the frame
+        never waits for them; rows get their risk marker when they arrive."""
+        if self.loading:
+            return
+        if self._evidence_running:
+            self._evidence_due = True
+            return
+        self._evidence_running, self._evidence_due = True, False
+        shown: dict[str, Record] = {}
+        for pane in self.panes():
+            shown.update(pane.records)
+        records = list(shown.values())
+        gone = [rid for rid in self.evidence.seen_ids() if rid not in shown]
+
+        def in_thread() -> None:
+            changed = self.evidence.update(records, gone)
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.call_from_thread(self._evidence_arrived, changed)
+
+        self.run_worker(in_thread, thread=True, group="evidence", name="evidence")
+
+    def _evidence_arrived(self, changed: bool) -> None:
+        self._evidence_running = False
+        if changed:
+            for pane in self.panes():
+                pane.evidence_changed()
+            self.show_detail(self.active_pane)
+        if self._evidence_due:
+            self._gather_evidence()
+
+    def near_pair(self, record: Record) -> list[tuple[Record, float]]:
+        """``record``'s near-duplicates that can be merged with it: active, unrejected, in
+        the same file (one locked write), not session review material."""
+        if record.scope is Scope.SESSION or record.status is not Status.ACTIVE:
+            return []
+        view = self.index.get(record.id)
+        out = []
+        for similar in self.evidence.near(record):
+            other = self.record(similar.record_id)
+            if (
+                other is not None
+                and self.index.get(other.id) is view
+                and lint.visible_to_reviewer(other)
+            ):
+                out.append((other, similar.score))
+        return out
+
+    def record_evidence(self, record: Record) -> RecordEvidence:
+        """What the detail pane shows of ``record``'s risk flags and near-duplicates."""
+        near = tuple(
+            (other, s.score)
+            for s in self.evidence.near(record)
+            if (other := self.record(s.record_id)) is not None
+        )
+        return RecordEvidence(tuple(flag_lines(record, self.evidence.found(record))), near)
 
     def _status(self) -> None:
         progress = self.state.progress()
@@ -491,6 +557,7 @@ class MemoryApp(StoreWorkers):
             conflict_group=conflict,
             rivals=len(rivals),
             now=self.store.clock(),
+            evidence=self.record_evidence(record),
         )
 
     def record(self, rid: str) -> Record | None:

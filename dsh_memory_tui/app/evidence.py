@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from .. import lint
 from ..model import Record
 from ..present import visible
-
-# A row's marker for a flagged record (beside pinned, expired and conflict).
-RISK_MARK = "!"
 
 
 class Evidence:
@@ -57,8 +55,8 @@ class Evidence:
             self.generation += 1
         return changed
 
-    def known(self, record_id: str) -> bool:
-        return record_id in self._flags
+    def seen_ids(self) -> list[str]:
+        return list(self._seen)
 
     def flags(self, record: Record) -> tuple[lint.Flag, ...]:
         """The record's flags: from the worker when it has seen this version, else computed
@@ -98,3 +96,16 @@ def flag_lines(record: Record, found: Iterable[lint.Flag]) -> list[tuple[str, st
             span = visible(span)
         out.append((visible(head + before), visible(span), visible(after)))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class RecordEvidence:
+    """What the detail pane shows of one record's evidence: its flagged lines
+    (``flag_lines``) and its near-duplicates with their scores."""
+
+    flags: tuple[tuple[str, str, str], ...] = ()
+    near: tuple[tuple[Record, float], ...] = ()
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.flags, tuple((r.id, r.governance.revision, s) for r, s in self.near))

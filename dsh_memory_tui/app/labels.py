@@ -59,13 +59,21 @@ def scope_text(record: Record, root_id: str) -> str:
 BATCH_LISTED = 12  # a batch's confirmation names this many records
 
 
-def batch_list(records: Sequence[Record], why_not: Callable[[Record], str | None]) -> str:
-    """What a batch will touch, for its confirmation: each record's title and scope (and why
-    the rules will skip it), then how many are shared-project (the whole team sees those)."""
+def batch_list(
+    records: Sequence[Record],
+    why_not: Callable[[Record], str | None],
+    risk: Callable[[Record], str] = lambda r: "",
+) -> str:
+    """What a batch will touch, for its confirmation: each record's title and scope (its risk
+    flags, and why the rules will skip it), then how many are shared-project (the whole team
+    sees those)."""
     lines = []
     for record in records[:BATCH_LISTED]:
         scope = "SHARED" if record.scope is Scope.SHARED else record.scope.value
         line = f"• “{record.title or '(forgotten)'}” · {scope}"
+        flags = risk(record)
+        if flags:
+            line += f" · risk: {flags}"
         why = why_not(record)
         if why:
             line += f" · skipped: {why}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -13,8 +13,10 @@ from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.widgets import Input, Static
 
+from ..lint import FLAG_KINDS, Flag, kinds
 from ..model import Origin, Record, RecordType, Scope, Status, Verification, now_ms
 from ..present import SHORT_ORIGIN, expired_at, markers, when
+from .evidence import Evidence
 from .labels import session_label
 from .widgets.detail import DetailPane
 from .widgets.record_table import Column, RecordTable, Row
@@ -49,18 +51,19 @@ SCOPE_CELL = {
     Scope.USER: "user",
 }
 
-FILTER_FIELDS = ("type", "status", "origin", "verification", "tag", "conflict")
+FILTER_FIELDS = ("type", "status", "origin", "verification", "tag", "conflict", "flag")
 # The values a field can take (a filter value is a prefix of one); tag: and conflict: take any.
 FIELD_VALUES: dict[str, tuple[str, ...]] = {
     "type": tuple(t.value for t in RecordType),
     "status": tuple(s.value for s in Status),
     "verification": tuple(v.value for v in Verification),
     "origin": tuple(o.value for o in Origin) + tuple(SHORT_ORIGIN.values()),
+    "flag": (*FLAG_KINDS, "any"),
 }
 # Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
 FILTER_FLAGS = ("pinned", "stale", "expired")
 FILTER_HINT = (
-    "filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
+    "filter: words, pinned, stale, expired, conflict:, flag:, or type: status: origin: "
     "verification: tag:   (/ to focus)"
 )
 GROUP_PREFIX = "group:"
@@ -152,6 +155,10 @@ class RecordFilter:
     def asks_conflict(self) -> bool:
         return any(name == "conflict" for name, _ in self.fields)
 
+    @property
+    def asks_flags(self) -> bool:
+        return any(name == "flag" for name, _ in self.fields)
+
     def narrows(self, other: RecordFilter) -> bool:
         """True when every record this filter matches ``other`` matches too: each of its
         words is inside one of ours, its flags are ours, and each of its fields is ours with
@@ -170,9 +177,15 @@ class RecordFilter:
                 return False
         return True
 
-    def matches(self, r: Record, conflict: str | None = None, text: str | None = None) -> bool:
+    def matches(
+        self,
+        r: Record,
+        conflict: str | None = None,
+        text: str | None = None,
+        flags: Sequence[Flag] = (),
+    ) -> bool:
         """``conflict``: the record's open conflict group, if it is in one; ``text``: its
-        ``searched_text``, when the caller keeps it."""
+        ``searched_text``, when the caller keeps it; ``flags``: its risk flags (``flag:``)."""
         g = r.governance
         for flag in self.flags:
             if flag == "pinned":
@@ -184,7 +197,7 @@ class RecordFilter:
             if not ok:
                 return False
         for name, values in self.fields:
-            if not any(_field_matches(r, name, value, conflict) for value in values):
+            if not any(_field_matches(r, name, value, conflict, flags) for value in values):
                 return False
         if self.words:
             hay = searched_text(r) if text is None else text
@@ -197,8 +210,14 @@ def searched_text(r: Record) -> str:
     return " ".join((r.title, r.content, *r.tags)).lower()
 
 
-def _field_matches(r: Record, name: str, value: str, conflict: str | None) -> bool:
+def _field_matches(
+    r: Record, name: str, value: str, conflict: str | None, flags: Sequence[Flag] = ()
+) -> bool:
     g = r.governance
+    if name == "flag":
+        return bool(flags) and (
+            "any".startswith(value) or any(k.startswith(value) for k in kinds(flags))
+        )
     if name == "conflict":
         return conflict is not None and conflict.removeprefix("conflict:").startswith(value)
     if name == "type":
@@ -224,6 +243,7 @@ def record_row(
     *,
     review: bool = False,
     root_id: str = "",
+    risky: bool = False,
 ) -> Row:
     """The row of ``r`` under ``COLUMNS``, or with ``review`` under ``REVIEW_COLUMNS``;
     ``root_id`` (this workspace's) marks a shared record another clone wrote."""
@@ -234,7 +254,9 @@ def record_row(
             (
                 r.type.value,
                 r.title.replace("\n", " ") or "(forgotten)",
-                markers(r, now_ms() if now is None else now, conflict, root_id=root_id),
+                markers(
+                    r, now_ms() if now is None else now, conflict, root_id=root_id, risky=risky
+                ),
                 SCOPE_CELL[r.scope],
                 SHORT_ORIGIN[g.origin],
                 str(g.revision),
@@ -246,7 +268,7 @@ def record_row(
         (
             r.type.value,
             r.title.replace("\n", " ") or "(forgotten)",
-            markers(r, now_ms() if now is None else now, conflict, root_id=root_id),
+            markers(r, now_ms() if now is None else now, conflict, root_id=root_id, risky=risky),
             r.status.value,
             g.verification.value,
             SHORT_ORIGIN[g.origin],
@@ -275,6 +297,7 @@ class RecordPane(Vertical):
         root_id: str = "",
         conflict_of: Callable[[str], str | None] = lambda rid: None,
         clock: Callable[[], int] = now_ms,
+        evidence: Evidence | None = None,
     ) -> None:
         super().__init__(id=f"pane-{spec.id}", classes="record-pane")
         self.spec = spec
@@ -283,9 +306,11 @@ class RecordPane(Vertical):
         # The open conflict group of a record id (the app's ConflictIndex), or None.
         self.conflict_of = conflict_of
         self.clock = clock
+        # Risk flags: the row's marker once the worker found them; the filter's flag: field.
+        self.evidence = evidence or Evidence()
         self.records: dict[str, Record] = {}
         # id -> (record, in an open conflict, its row): a row is built once per record state.
-        self._rows: dict[str, tuple[Record, bool, Row]] = {}
+        self._rows: dict[str, tuple[Record, tuple[bool, bool], Row]] = {}
         self.filter = RecordFilter()
         # Typing in the filter of a 20,000-record tab: per key, only what the last key showed
         # is tested when the filter narrowed, in an order sorted once, against each record's
@@ -362,6 +387,11 @@ class RecordPane(Vertical):
             self.groups = groups
         self.render_rows()
 
+    def evidence_changed(self) -> None:
+        """The worker found flags: rows show their risk marker (when the tab is in view)."""
+        self._all_rows = None
+        self.render_rows()
+
     def show(self) -> None:
         """The tab became visible: bring its table up to date if it fell behind."""
         self.in_view = True
@@ -409,11 +439,19 @@ class RecordPane(Vertical):
         of a 20,000-record tab re-lists every row on each key, and building them all again
         was most of that (~45 of ~55 ms)."""
         conflict = self.conflict_of(record.id) is not None
+        marks = (conflict, self.evidence.flagged(record))
         cached = self._rows.get(record.id)
-        if cached is not None and cached[0] is record and cached[1] is conflict:
+        if cached is not None and cached[0] is record and cached[1] == marks:
             return cached[2]
-        row = record_row(record, conflict, self.clock(), review=self.review, root_id=self.root_id)
-        self._rows[record.id] = (record, conflict, row)
+        row = record_row(
+            record,
+            conflict,
+            self.clock(),
+            review=self.review,
+            root_id=self.root_id,
+            risky=marks[1],
+        )
+        self._rows[record.id] = (record, marks, row)
         return row
 
     def _matches(self, record: Record) -> bool:
@@ -427,7 +465,8 @@ class RecordPane(Vertical):
                 self._texts[record.id] = (record, text)
         # The record's open conflict group only matters to a "conflict:" field.
         conflict = self.conflict_of(record.id) if self.filter.asks_conflict else None
-        return self.filter.matches(record, conflict, text)
+        flags = self.evidence.flags(record) if self.filter.asks_flags else ()
+        return self.filter.matches(record, conflict, text, flags)
 
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""

@@ -19,12 +19,13 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent, TextArea
 
+from ... import lint
 from ...errors import ErrorCode, StoreError
 from ...governance import refused
 from ...model import Record, Scope, Status
 from ...store import Action, FileView
 from ...store.maintenance import AdoptResult, other_roots
-from ...store.memory import KeepResult, WriteResult
+from ...store.memory import KeepResult, MergeResult, WriteResult
 from ..actions import (
     ACTION_NAMES,
     ACTION_OF_KEY,
@@ -135,6 +136,7 @@ class MainScreen(Screen[None]):
             writing=app.state.writing if busy else (),
             read_only=read_only,
             group=app.group_records,
+            near=lambda r: [other for other, _ in app.near_pair(r)],
             adoptable=action == "adopt"
             and not app.flags.loading
             and self._adopt_view() is not None,
@@ -391,19 +393,37 @@ class MainScreen(Screen[None]):
         now = self.memory.store.clock()
         skipped = sum(1 for r in records if refused(r, action, now) is not None)
         prompt = f"{verb} {what}?"
+        # Verifying a record with risk flags needs a reason (the store refuses it without).
+        flagged = [r for r in records if self.memory.evidence.flags(r)]
+        needs_reason = action is Action.VERIFY and bool(flagged)
         if skipped:
             done = "verified" if action is Action.VERIFY else "rejected"
             prompt += f"\n{skipped} of them cannot be {done} in their state and will be skipped."
         if len(records) > 1:
-            prompt += "\n" + batch_list(records, _why_skipped(action, now))
-        elif records[0].scope is Scope.SHARED:
-            prompt += f"\nshared-project: {SHARED_WARNING}"
+            prompt += "\n" + batch_list(records, _why_skipped(action, now), self._risk)
+        else:
+            if flagged:
+                prompt += f"\nRisk flags: {self._risk(records[0])}."
+            if records[0].scope is Scope.SHARED:
+                prompt += f"\nshared-project: {SHARED_WARNING}"
+        if needs_reason:
+            prompt += "\nA reason is needed: say why an agent may rely on it."
 
         def answered(reason: str | None) -> None:
-            if reason is not None:
-                self._review(action, reason or None, records)
+            if reason is None:
+                return
+            if needs_reason and not reason.strip():
+                self.app.notify(
+                    "A record with risk flags is verified only with a reason.",
+                    title="Reason needed",
+                    severity="warning",
+                    markup=False,
+                )
+                self._with_reason(action, verb, variant)  # ask again
+                return
+            self._review(action, reason or None, records)
 
-        if len(records) > 1 or skipped or records[0].scope is Scope.SHARED:
+        if len(records) > 1 or skipped or records[0].scope is Scope.SHARED or flagged:
             # Room to list what a batch touches, or to say who sees a shared record.
             self.app.push_screen(ReasonDialog(verb, prompt, verb, variant=variant), answered)
         else:
@@ -437,10 +457,15 @@ class MainScreen(Screen[None]):
                 self._review(action, records=records)
 
         verb = action.value.capitalize()
-        listing = batch_list(records, _why_skipped(action, self.memory.store.clock()))
+        listing = batch_list(records, _why_skipped(action, self.memory.store.clock()), self._risk)
         self.app.push_screen(
             ConfirmDialog(f"{verb} {len(records)} records?", listing, verb), answered
         )
+
+    def _risk(self, record: Record) -> str:
+        """The record's risk flags in words ("" when none): the verify question and the batch
+        dialogs repeat them."""
+        return lint.describe(self.memory.evidence.flags(record))
 
     def action_verify(self) -> None:
         self._with_reason(Action.VERIFY, "Verify", "success")
@@ -462,8 +487,65 @@ class MainScreen(Screen[None]):
     def action_restore(self) -> None:
         self._confirm_batch(Action.RESTORE)
 
+    def _compare_near_duplicates(self, record: Record) -> None:
+        """K on a record with near-duplicates: side by side; keep one (a new revision naming
+        both, the other rejected or archived) or merge them (the merge form)."""
+        from .merge import MergeForm, MergeRequest, NearDuplicateScreen, PairChoice
+
+        app = self.memory
+
+        def merge(request: MergeRequest | None) -> None:
+            if request is None:
+                return
+            keep = app.record(request.keep)
+            if keep is None:
+                return
+
+            def write(confirmed: bool) -> MergeResult:
+                return app.store.merge(
+                    request.keep,
+                    request.other,
+                    title=request.title,
+                    content=request.content,
+                    reason=request.reason,
+                    base_revision=request.base_revision,
+                    confirm_shared=confirmed,
+                )
+
+            def done(result: MergeResult) -> None:
+                other = result.other
+                word = "rejected" if other.status is Status.ACTIVE else "archived"
+                revision = result.kept.governance.revision
+                app.notify(
+                    f"merged into “{result.kept.title}” (revision {revision}, verified); "
+                    f"“{other.title}” {word}",
+                    title="Merged",
+                    markup=False,
+                )
+                app.active_pane.table.move_cursor_to_key(result.kept.id)
+
+            app.run_write([keep.scope], write, done, keys=[request.keep, request.other])
+
+        def chosen(choice: PairChoice | None) -> None:
+            if choice is None:
+                return
+            keep, other = app.record(choice.keep), app.record(choice.other)
+            if keep is None or other is None:
+                return
+            if choice.merge:
+                app.push_screen(MergeForm(keep, other), merge)
+                return
+            merge(
+                MergeRequest(
+                    keep.id, other.id, keep.title, keep.content, None, keep.governance.revision
+                )
+            )
+
+        app.push_screen(NearDuplicateScreen(record, app.near_pair(record)), chosen)
+
     def action_keep(self) -> None:
-        """The conflict view: the group's versions side by side, K keeps the chosen one."""
+        """The conflict view: the group's versions side by side, K keeps the chosen one; on a
+        record in no conflict group, its near-duplicates (keep one, or merge)."""
         from .conflict import ConflictScreen
 
         app = self.memory
@@ -471,6 +553,9 @@ class MainScreen(Screen[None]):
         if record is None:
             return
         group, rivals = app.conflict_info(record)
+        if not rivals and app.near_pair(record):
+            self._compare_near_duplicates(record)
+            return
 
         def chosen(rid: str | None) -> None:
             target = app.record(rid) if rid else None

@@ -40,7 +40,9 @@ from ...present import (
     record_hidden_characters,
     visible,
 )
+from ..evidence import RecordEvidence
 from ..labels import scope_text
+from ..screens.conflict import diff_text
 from .markdown_view import hidden_summary, safe_markdown
 from .scrolling import set_virtual_size
 
@@ -54,6 +56,7 @@ _RAW = "raw content"  # a part standing for the content's raw text, wrapped lazi
 _WARNING = Style(bold=True, reverse=True)
 _BOLD = Style(bold=True)
 _HEADING = Style(bold=True, dim=True)
+_SPAN = Style(bold=True, reverse=True, color="red")
 _DIM = Style(dim=True)
 _GUTTER = Style(dim=True)
 _HISTORY = {
@@ -169,6 +172,7 @@ class DetailPane(ScrollView):
         self.shown: tuple[str, int] | None = None
         self.raw = False  # the content as its raw text instead of Markdown (``m``)
         self._state: tuple[object, ...] = ()
+        self._evidence = RecordEvidence()
         self._record: Record | None = None
         self._history: Sequence[Record] = ()
         self._now: int | None = None
@@ -199,12 +203,15 @@ class DetailPane(ScrollView):
         conflict_group: object = None,
         rivals: int = 0,
         now: int | None = None,
+        evidence: RecordEvidence | None = None,
     ) -> None:
         """Show ``record`` (``conflict_group``/``rivals``: its conflict group as the host shows
-        it and its other active versions; ``now``: for expiry and use times).
+        it and its other active versions; ``now``: for expiry and use times; ``evidence``: its
+        risk flags and near-duplicates).
         """
         key = (record.id, record.governance.revision) if record else None
-        state = (key, conflict_group, rivals)
+        self._evidence = evidence or RecordEvidence()
+        state = (key, conflict_group, rivals, self._evidence.key)
         if (
             key == self.shown
             and record is not None
@@ -242,6 +249,7 @@ class DetailPane(ScrollView):
             self.raw,
             meta.plain,
             tuple((h.governance.revision, h.updatedAt) for h in self._history),
+            self._evidence.key,
         )
         width = self.scrollable_content_region.width
         seen = self._seen.get(key)
@@ -304,6 +312,7 @@ class DetailPane(ScrollView):
                         style=_WARNING,
                     )
                 )
+        parts += self._evidence_parts(record)
         parts += [
             Text(""),
             Text("Details", style=_HEADING),
@@ -312,6 +321,34 @@ class DetailPane(ScrollView):
             Text("History", style=_HEADING),
             history_text(self._history),
         ]
+        return parts
+
+    def _evidence_parts(self, record: Record) -> list[RenderableType | str]:
+        """Risk flags, each line with its span highlighted, and near-duplicates, each with a
+        diff of its content against this record's."""
+        evidence = self._evidence
+        parts: list[RenderableType | str] = []
+        if evidence.flags:
+            parts += [Text(""), Text("Risk flags (verifying needs a reason)", style=_HEADING)]
+            for before, span, after in evidence.flags:
+                line = Text(before)
+                line.append(span, style=_SPAN)
+                line.append(after)
+                parts.append(line)
+        if evidence.near:
+            parts += [
+                Text(""),
+                Text("Near-duplicates (K compares, keeps or merges)", style=_HEADING),
+            ]
+            for other, score in evidence.near:
+                parts.append(
+                    Text(
+                        f"{score:.0%} alike: “{visible(other.title)}” · {other.scope.value} · "
+                        f"{other.governance.verification.value} · {visible(other.id)}",
+                        style=_BOLD,
+                    )
+                )
+                parts.append(diff_text(record.content, other.content))
         return parts
 
     def show_note(self, title: str, lines: Sequence[str]) -> None:
