@@ -63,7 +63,7 @@ FIELD_VALUES: dict[str, tuple[str, ...]] = {
 # Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
 FILTER_FLAGS = ("pinned", "stale", "expired")
 FILTER_HINT = (
-    "filter: words, pinned, stale, expired, conflict:, flag:, or type: status: origin: "
+    "filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
     "verification: tag:   (/ to focus)"
 )
 GROUP_PREFIX = "group:"
