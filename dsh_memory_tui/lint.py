@@ -113,6 +113,7 @@ def _detectors() -> _Detectors:
 
 
 _LONG_RUN = re.compile(r"\S{11,}")
+_TOKENISH = re.compile(r"[\d:/=_.\-]")
 _LINE_HINTS = ("key", "pass", "pwd", "pw", "token", "secret")
 _TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{20,}={0,2}")
 _PLACEHOLDER = re.compile(
@@ -144,8 +145,8 @@ def _high_entropy(token: str) -> bool:
 def _secrets(text: str) -> Iterator[tuple[int, int, str]]:
     for run in _LONG_RUN.finditer(text):
         token, offset = run.group(), run.start()
-        if token.isalpha() and token.islower():
-            continue  # a word: every token pattern needs a capital, a digit or a sign
+        if not _TOKENISH.search(token.strip(".,;:!?()[]{}\"'`")):
+            continue  # a word ("Configuration,"): every token pattern needs a digit or a sign
         for pattern, what in _detectors().tokens:
             for match in pattern.finditer(token):
                 yield offset + match.start(), offset + match.end(), what

@@ -65,14 +65,25 @@ class Evidence:
             return self._flags.get(record.id, ())
         return lint.record_flags(record)
 
+    def found(self, record: Record) -> tuple[lint.Flag, ...]:
+        """The flags the worker found for this version of ``record`` (() until it has): what
+        the detail pane shows, so drawing a record never computes them."""
+        return self._flags.get(record.id, ()) if self._seen.get(record.id) is record else ()
+
     def flagged(self, record: Record) -> bool:
         """Whether the row shows the risk marker: only what the worker found (a row is never
         held up by a computation)."""
         return self._seen.get(record.id) is record and bool(self._flags.get(record.id))
 
     def near(self, record: Record, limit: int = 5) -> list[lint.Similar]:
-        with self._lock:
+        """``record``'s near-duplicates; [] while the worker holds the index (the UI thread
+        never waits: the worker's end shows the detail again)."""
+        if not self._lock.acquire(blocking=False):
+            return []
+        try:
             return self._index.similar(record, limit=limit)
+        finally:
+            self._lock.release()
 
 
 def flag_lines(record: Record, found: Iterable[lint.Flag]) -> list[tuple[str, str, str]]:

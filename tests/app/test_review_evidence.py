@@ -50,6 +50,22 @@ def marks(app) -> dict[str, str]:
     return {k: table.get_row(k).cells[2] for k in table_keys(app, "review")}
 
 
+async def test_the_first_frame_does_not_wait_for_the_evidence(tmp_path: Path) -> None:
+    home, ws, ids = morning_queue(tmp_path)
+    app = make_app(home, ws, user="carol")
+    app.evidence._lock.acquire()  # noqa: SLF001  the worker stops at its first record
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.pane("review").table.row_count == 5, what="rows")
+            assert app.evidence.generation == 0
+            assert not any(RISK_MARK in m for m in marks(app).values())
+            app.evidence._lock.release()  # noqa: SLF001
+            await wait_for(pilot, lambda: RISK_MARK in marks(app)[ids["key"]], what="the marker")
+    finally:
+        if app.evidence._lock.locked():  # noqa: SLF001
+            app.evidence._lock.release()  # noqa: SLF001
+
+
 async def test_the_review_queue_marks_flagged_proposals(tmp_path: Path) -> None:
     home, ws, ids = morning_queue(tmp_path)
     app = make_app(home, ws, user="carol")
