@@ -627,8 +627,15 @@ class RecordLint:
 
 
 def visible_to_reviewer(record: Record) -> bool:
-    """The records near-duplicates are looked for among: active and not rejected."""
-    return record.status.value == "active" and record.governance.verification.value != "rejected"
+    """The records near-duplicates are looked for among: active, not rejected, and not the
+    auto-writer's digests (origin ``derived``: each lists one session's files, and they are
+    alike by design)."""
+    g = record.governance
+    return (
+        record.status.value == "active"
+        and g.verification.value != "rejected"
+        and g.origin.value != "derived"
+    )
 
 
 def report(records: Iterable[Record], selected: Iterable[Record]) -> list[RecordLint]:

@@ -117,3 +117,12 @@ def test_the_index_follows_a_new_revision_and_a_removal():
 def test_a_record_is_not_its_own_near_duplicate():
     a = record("Run ruff before every commit", "CI fails without it.", rid="memory:a")
     assert lint.NearDuplicates([a]).similar(a) == []
+
+
+def test_the_auto_writers_digests_are_not_compared():
+    digest = record("Session workspace digest (auto)", "Files touched: 3 (3 created).")
+    digest = digest.model_copy(
+        update={"governance": digest.governance.model_copy(update={"origin": Origin.DERIVED})}
+    )
+    assert not lint.visible_to_reviewer(digest)
+    assert lint.visible_to_reviewer(record("Run ruff", "CI fails on ruff errors."))
