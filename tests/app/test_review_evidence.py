@@ -45,6 +45,14 @@ async def evidence_shown(pilot, app) -> None:
     await pilot.pause()
 
 
+async def near_duplicates_compared(pilot, app, record_id: str) -> None:
+    """The evidence in, the cursor on ``record_id``, K: the near-duplicate view is open."""
+    await evidence_shown(pilot, app)
+    app.pane("review").table.move_cursor_to_key(record_id)
+    await pilot.press("K")
+    await wait_for(pilot, lambda: isinstance(app.screen, NearDuplicateScreen), what="the view")
+
+
 def marks(app) -> dict[str, str]:
     table = app.pane("review").table
     return {k: table.get_row(k).cells[2] for k in table_keys(app, "review")}
@@ -141,10 +149,7 @@ async def test_k_on_a_near_duplicate_keeps_it_and_rejects_the_other(tmp_path: Pa
     home, ws, ids = morning_queue(tmp_path)
     app = make_app(home, ws, user="carol")
     async with app.run_test(size=SIZE) as pilot:
-        await evidence_shown(pilot, app)
-        app.pane("review").table.move_cursor_to_key(ids["ruff1"])
-        await pilot.press("K")
-        await wait_for(pilot, lambda: isinstance(app.screen, NearDuplicateScreen), what="view")
+        await near_duplicates_compared(pilot, app, ids["ruff1"])
         await pilot.press("K")
         store = MemoryStore.open(home, ws, "carol")
         await wait_for(
@@ -164,10 +169,7 @@ async def test_k_then_m_merges_the_pair_with_the_text_the_reviewer_writes(tmp_pa
     home, ws, ids = morning_queue(tmp_path)
     app = make_app(home, ws, user="carol")
     async with app.run_test(size=SIZE) as pilot:
-        await evidence_shown(pilot, app)
-        app.pane("review").table.move_cursor_to_key(ids["ruff1"])
-        await pilot.press("K")
-        await wait_for(pilot, lambda: isinstance(app.screen, NearDuplicateScreen), what="view")
+        await near_duplicates_compared(pilot, app, ids["ruff1"])
         await pilot.press("M")
         await wait_for(pilot, lambda: isinstance(app.screen, MergeForm), what="the form")
         area = app.screen.query_one("#content", TextArea)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rich.text import Text
 from textual import on
@@ -19,6 +20,8 @@ from ...errors import StoreError
 from ...governance import Action, keep_plan
 from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
+
+R = TypeVar("R")
 
 _PLAN_WORDS = {
     Action.VERIFY: "verify it",
@@ -63,32 +66,114 @@ def plan_text(chosen: Record, versions: Sequence[Record], now: int) -> str:
     return "Keep the highlighted version: " + "; ".join(parts) + " (one locked write)."
 
 
-class ConflictScreen(ModalScreen[str | None]):
-    """The versions of one conflict group; dismisses with the id to keep, or None."""
+class SideBySide(ModalScreen[R]):
+    """Records side by side, one of them chosen (←/→): the chosen one's content, each other's
+    as a diff against it. Subclasses say what the title, each head, the plan, the legend and
+    the buttons are, and what a button does."""
 
     # Its own box, not .dialog-box (the app's stylesheet makes that one 84 columns wide).
+    # Type selectors match subclasses too.
     DEFAULT_CSS = """
-    ConflictScreen .conflict-box {
+    SideBySide .conflict-box {
         width: 98%; height: 94%; border: thick $primary; background: $surface; padding: 0 1;
     }
-    ConflictScreen #versions { height: 1fr; }
-    ConflictScreen .version { width: 1fr; height: 1fr; border: round $primary 40%;
-                              padding: 0 1; margin: 0 1 0 0; }
-    ConflictScreen .version.chosen { border: thick $success; }
-    ConflictScreen .version-head { color: $text-muted; }
-    ConflictScreen .version.chosen .version-head { color: $success; text-style: bold; }
-    ConflictScreen #plan { height: auto; padding: 1 0 0 0; }
-    ConflictScreen #legend { height: auto; color: $text-muted; }
+    SideBySide #versions { height: 1fr; }
+    SideBySide .version { width: 1fr; height: 1fr; border: round $primary 40%;
+                          padding: 0 1; margin: 0 1 0 0; }
+    SideBySide .version.chosen { border: thick $success; }
+    SideBySide .version-head { color: $text-muted; }
+    SideBySide .version.chosen .version-head { color: $success; text-style: bold; }
+    SideBySide #plan { height: auto; padding: 1 0 0 0; }
+    SideBySide #legend { height: auto; color: $text-muted; }
     """
 
     BINDINGS = [
         # Priority: a focused column would take the arrows to scroll sideways.
         Binding("left,h", "move(-1)", "Previous version", priority=True),
         Binding("right,l", "move(1)", "Next version", priority=True),
-        Binding("K", "keep", "Keep this version", priority=True),
-        Binding("enter", "keep", "Keep this version", show=False),
         Binding("escape", "cancel", "Cancel"),
     ]
+
+    def __init__(self, versions: Sequence[Record]) -> None:
+        super().__init__(classes="dialog")
+        self.versions = list(versions)
+        self.chosen = 0
+
+    def title_text(self) -> str:
+        raise NotImplementedError
+
+    def head(self, i: int, record: Record) -> str:
+        raise NotImplementedError
+
+    def plan(self) -> str:
+        raise NotImplementedError
+
+    legend = ""
+    buttons: tuple[tuple[str, str, str], ...] = ()  # (label, id, variant) before Cancel
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="conflict-box"):
+            yield Label(self.title_text(), classes="dialog-title", markup=False)
+            with Horizontal(id="versions"):
+                for i, _record in enumerate(self.versions):
+                    with VerticalScroll(classes="version", id=f"version-{i}"):
+                        yield Static(classes="version-head", markup=False)
+                        yield Static(classes="version-body", markup=False)
+            yield Static(id="plan", markup=False)
+            yield Static(self.legend, id="legend", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                for label, button_id, variant in self.buttons:
+                    yield Button(label, id=button_id, variant=variant)  # type: ignore[arg-type]
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self._render_versions()
+        self.query_one(f"#{self.buttons[0][1]}", Button).focus()
+
+    def _render_versions(self) -> None:
+        chosen = self.versions[self.chosen]
+        for i, record in enumerate(self.versions):
+            box = self.query_one(f"#version-{i}", VerticalScroll)
+            box.set_class(i == self.chosen, "chosen")
+            box.query_one(".version-head", Static).update(self.head(i, record))
+            body: Text | str = (
+                visible(record.content, multiline=True)
+                if i == self.chosen
+                else diff_text(chosen.content, record.content)
+            )
+            box.query_one(".version-body", Static).update(body)
+        self.query_one("#plan", Static).update(self.plan())
+
+    def action_move(self, step: int) -> None:
+        self.chosen = (self.chosen + step) % len(self.versions)
+        self._render_versions()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def pressed(self, button_id: str | None) -> None:
+        raise NotImplementedError
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "cancel":
+            self.dismiss(None)
+        else:
+            self.pressed(event.button.id)
+
+
+class ConflictScreen(SideBySide[str | None]):
+    """The versions of one conflict group; dismisses with the id to keep, or None."""
+
+    BINDINGS = [
+        Binding("K", "keep", "Keep this version", priority=True),
+        Binding("enter", "keep", "Keep this version", show=False),
+    ]
+    legend = (
+        "- only in the highlighted version · + only in that one   "
+        "←/→ choose · K keeps · Esc cancels"
+    )
+    buttons = (("Keep this version (K)", "keep", "success"),)
 
     def __init__(
         self,
@@ -97,76 +182,32 @@ class ConflictScreen(ModalScreen[str | None]):
         group: object,
         clock: Callable[[], int],
     ) -> None:
-        super().__init__(classes="dialog")
-        self.versions = [chosen, *rivals]
-        self.chosen = 0
+        super().__init__([chosen, *rivals])
         self.group = group
         self.clock = clock
 
-    def compose(self) -> ComposeResult:
+    def title_text(self) -> str:
         first = self.versions[0]
-        with Vertical(classes="conflict-box"):
-            yield Label(
-                f"Conflict group {self.group or ''}: {len(self.versions)} versions of "
-                f"“{visible(first.title)}” ({first.type.value})",
-                classes="dialog-title",
-                markup=False,
-            )
-            with Horizontal(id="versions"):
-                for i, _record in enumerate(self.versions):
-                    with VerticalScroll(classes="version", id=f"version-{i}"):
-                        yield Static(classes="version-head", markup=False)
-                        yield Static(classes="version-body", markup=False)
-            yield Static(id="plan", markup=False)
-            yield Static(
-                "- only in the highlighted version · + only in that one   "
-                "←/→ choose · K keeps · Esc cancels",
-                id="legend",
-                markup=False,
-            )
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Keep this version (K)", id="keep", variant="success")
-                yield Button("Cancel", id="cancel")
+        return (
+            f"Conflict group {self.group or ''}: {len(self.versions)} versions of "
+            f"“{visible(first.title)}” ({first.type.value})"
+        )
 
-    def on_mount(self) -> None:
-        self._render_versions()
-        self.query_one("#keep", Button).focus()
+    def head(self, i: int, record: Record) -> str:
+        g = record.governance
+        mark = "● keep this version" if i == self.chosen else f"○ version {i + 1}"
+        return (
+            f"{mark}\n{visible(record.title)}\n"
+            f"{record.status.value} · {g.verification.value} · "
+            f"{SHORT_ORIGIN[g.origin]} · r{g.revision} · {when(record.updatedAt)}\n"
+            f"{record.contentHash[:15]} · {visible(record.id)}\n"
+        )
 
-    def _render_versions(self) -> None:
-        chosen = self.versions[self.chosen]
-        for i, record in enumerate(self.versions):
-            box = self.query_one(f"#version-{i}", VerticalScroll)
-            box.set_class(i == self.chosen, "chosen")
-            g = record.governance
-            mark = "● keep this version" if i == self.chosen else f"○ version {i + 1}"
-            head = (
-                f"{mark}\n{visible(record.title)}\n"
-                f"{record.status.value} · {g.verification.value} · "
-                f"{SHORT_ORIGIN[g.origin]} · r{g.revision} · {when(record.updatedAt)}\n"
-                f"{record.contentHash[:15]} · {visible(record.id)}\n"
-            )
-            box.query_one(".version-head", Static).update(head)
-            body: Text | str = (
-                visible(record.content, multiline=True)
-                if i == self.chosen
-                else diff_text(chosen.content, record.content)
-            )
-            box.query_one(".version-body", Static).update(body)
-        self.query_one("#plan", Static).update(plan_text(chosen, self.versions, self.clock()))
-
-    def action_move(self, step: int) -> None:
-        self.chosen = (self.chosen + step) % len(self.versions)
-        self._render_versions()
+    def plan(self) -> str:
+        return plan_text(self.versions[self.chosen], self.versions, self.clock())
 
     def action_keep(self) -> None:
         self.dismiss(self.versions[self.chosen].id)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "keep":
-            self.action_keep()
-        else:
-            self.dismiss(None)
+    def pressed(self, button_id: str | None) -> None:
+        self.action_keep()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
@@ -19,7 +19,7 @@ from ... import lint
 from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
 from ...store.memory import merged_content
-from .conflict import diff_text
+from .conflict import SideBySide
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,101 +48,54 @@ def retire_word(record: Record) -> str:
     return "rejected" if record.governance.verification.value == "unverified" else "archived"
 
 
-class NearDuplicateScreen(ModalScreen[PairChoice | None]):
+class NearDuplicateScreen(SideBySide[PairChoice | None]):
     """A record and its near-duplicates; ←/→ choose which to keep, K keeps it over the first
     other one, M merges the two."""
 
-    DEFAULT_CSS = """
-    NearDuplicateScreen .conflict-box {
-        width: 98%; height: 94%; border: thick $primary; background: $surface; padding: 0 1;
-    }
-    NearDuplicateScreen #versions { height: 1fr; }
-    NearDuplicateScreen .version { width: 1fr; height: 1fr; border: round $primary 40%;
-                                   padding: 0 1; margin: 0 1 0 0; }
-    NearDuplicateScreen .version.chosen { border: thick $success; }
-    NearDuplicateScreen .version-head { color: $text-muted; }
-    NearDuplicateScreen #plan { height: auto; padding: 1 0 0 0; }
-    NearDuplicateScreen #legend { height: auto; color: $text-muted; }
-    """
-
     BINDINGS = [
-        Binding("left,h", "move(-1)", "Previous", priority=True),
-        Binding("right,l", "move(1)", "Next", priority=True),
         Binding("K", "keep", "Keep this one", priority=True),
         Binding("M,m", "merge", "Merge", priority=True),
-        Binding("escape", "cancel", "Cancel"),
     ]
+    legend = (
+        "- only in the highlighted one · + only in that one   ←/→ choose · "
+        "K keeps it · M merges · Esc cancels"
+    )
+    buttons = (
+        ("Keep this one (K)", "keep", "success"),
+        ("Merge… (M)", "merge", "primary"),
+    )
 
     def __init__(self, record: Record, similar: Sequence[tuple[Record, float]]) -> None:
-        super().__init__(classes="dialog")
-        self.versions = [record, *(r for r, _ in similar)]
+        super().__init__([record, *(r for r, _ in similar)])
         self.scores = [1.0, *(s for _, s in similar)]
-        self.chosen = 0
 
-    def compose(self) -> ComposeResult:
-        first = self.versions[0]
-        with Vertical(classes="conflict-box"):
-            yield Label(
-                f"Near-duplicates of “{visible(first.title)}”: {len(self.versions)} records "
-                "that say nearly the same thing",
-                classes="dialog-title",
-                markup=False,
-            )
-            with Horizontal(id="versions"):
-                for i in range(len(self.versions)):
-                    with VerticalScroll(classes="version", id=f"version-{i}"):
-                        yield Static(classes="version-head", markup=False)
-                        yield Static(classes="version-body", markup=False)
-            yield Static(id="plan", markup=False)
-            yield Static(
-                "- only in the highlighted one · + only in that one   ←/→ choose · "
-                "K keeps it · M merges · Esc cancels",
-                id="legend",
-                markup=False,
-            )
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Keep this one (K)", id="keep", variant="success")
-                yield Button("Merge… (M)", id="merge", variant="primary")
-                yield Button("Cancel", id="cancel")
+    def title_text(self) -> str:
+        return (
+            f"Near-duplicates of “{visible(self.versions[0].title)}”: {len(self.versions)} "
+            "records that say nearly the same thing"
+        )
 
-    def on_mount(self) -> None:
-        self._render_versions()
-        self.query_one("#keep", Button).focus()
+    def head(self, i: int, record: Record) -> str:
+        g = record.governance
+        mark = "● keep this one" if i == self.chosen else f"○ {self.scores[i]:.0%} alike"
+        flags = lint.describe(lint.record_flags(record))
+        return (
+            f"{mark}\n{visible(record.title)}\n"
+            f"{record.scope.value} · {g.verification.value} · {SHORT_ORIGIN[g.origin]} · "
+            f"r{g.revision} · {when(record.updatedAt)}\n{visible(record.id)}\n"
+            + (f"risk: {flags}\n" if flags else "")
+        )
 
     def _other(self) -> Record:
         return self.versions[1 if self.chosen == 0 else 0]
 
-    def _render_versions(self) -> None:
-        chosen = self.versions[self.chosen]
-        for i, record in enumerate(self.versions):
-            box = self.query_one(f"#version-{i}", VerticalScroll)
-            box.set_class(i == self.chosen, "chosen")
-            g = record.governance
-            mark = "● keep this one" if i == self.chosen else f"○ {self.scores[i]:.0%} alike"
-            flags = lint.describe(lint.record_flags(record))
-            head = (
-                f"{mark}\n{visible(record.title)}\n"
-                f"{record.scope.value} · {g.verification.value} · {SHORT_ORIGIN[g.origin]} · "
-                f"r{g.revision} · {when(record.updatedAt)}\n{visible(record.id)}\n"
-                + (f"risk: {flags}\n" if flags else "")
-            )
-            box.query_one(".version-head", Static).update(head)
-            body = (
-                visible(record.content, multiline=True)
-                if i == self.chosen
-                else diff_text(chosen.content, record.content)
-            )
-            box.query_one(".version-body", Static).update(body)
+    def plan(self) -> str:
         other = self._other()
-        self.query_one("#plan", Static).update(
-            f"Keep the highlighted one: a new revision of it, verified, naming both; "
+        return (
+            "Keep the highlighted one: a new revision of it, verified, naming both; "
             f"“{visible(other.title)}” is {retire_word(other)} (one locked write). "
             "Merge: write the text of the two first."
         )
-
-    def action_move(self, step: int) -> None:
-        self.chosen = (self.chosen + step) % len(self.versions)
-        self._render_versions()
 
     def action_keep(self) -> None:
         self.dismiss(PairChoice(self.versions[self.chosen].id, self._other().id, merge=False))
@@ -150,17 +103,11 @@ class NearDuplicateScreen(ModalScreen[PairChoice | None]):
     def action_merge(self) -> None:
         self.dismiss(PairChoice(self.versions[self.chosen].id, self._other().id, merge=True))
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "keep":
-            self.action_keep()
-        elif event.button.id == "merge":
+    def pressed(self, button_id: str | None) -> None:
+        if button_id == "merge":
             self.action_merge()
         else:
-            self.dismiss(None)
+            self.action_keep()
 
 
 class MergeForm(ModalScreen[MergeRequest | None]):
