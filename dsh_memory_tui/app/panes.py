@@ -11,7 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from ..lint import FLAG_KINDS, Flag, kinds
 from ..model import Origin, Record, RecordType, Scope, Status, Verification, now_ms
@@ -19,6 +19,7 @@ from ..present import SHORT_ORIGIN, expired_at, markers, when
 from .evidence import Evidence
 from .labels import session_label
 from .widgets.detail import DetailPane
+from .widgets.ordered_keys import OrderedInput
 from .widgets.record_table import Column, RecordTable, Row
 
 # At 80 columns the title needs the room more than origin and time (the detail pane has both).
@@ -339,7 +340,7 @@ class RecordPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="banner hidden", id=f"banner-{self.spec.id}")
-        yield Input(placeholder=FILTER_HINT, classes="filter", id=f"filter-{self.spec.id}")
+        yield OrderedInput(placeholder=FILTER_HINT, classes="filter", id=f"filter-{self.spec.id}")
         yield Static("", classes="filter-problems hidden", id=f"filter-problems-{self.spec.id}")
         with Container(classes="split"):
             columns = REVIEW_COLUMNS if self.review else COLUMNS

@@ -32,6 +32,7 @@ from ...errors import StoreError
 from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...present import visible
 from ...store import MemoryStore
+from ..widgets.ordered_keys import OrderedInput
 
 # The app's one write flow (MemoryApp.run_write): shared confirmation, the write in a worker,
 # then ``done(result)`` or ``failed(error)`` on the event loop.
@@ -144,7 +145,7 @@ class ExportDialog(ModalScreen[str | None]):
                 with Horizontal(classes="bundle-row"):
                     yield Label("Save as", classes="row-label")
                     yield Select(EXPORT_FORMATS, value=self.fmt, allow_blank=False, id="format")
-                    yield Input(self.path, id="path")
+                    yield OrderedInput(self.path, id="path")
             yield Static("", id="export-error", classes="form-error hidden", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Export", id="ok", variant="primary")
@@ -274,7 +275,9 @@ class ImportDialog(ModalScreen[str | None]):
             yield Label("Import a bundle (JSON or Markdown)", classes="dialog-title")
             with Horizontal(classes="bundle-row"):
                 yield Label("File", classes="row-label")
-                yield Input(self.path, id="path", placeholder="path/to/bundle.json or notes.md")
+                yield OrderedInput(
+                    self.path, id="path", placeholder="path/to/bundle.json or notes.md"
+                )
             with Horizontal(classes="bundle-row"):
                 yield Label("Into", classes="row-label")
                 yield Select(

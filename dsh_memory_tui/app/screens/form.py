@@ -27,6 +27,7 @@ from ...model import (
     Scope,
 )
 from ...present import EditedText, visible
+from ..widgets.ordered_keys import OrderedInput, OrderedTextArea
 from .conflict import diff_text
 
 # The fields an edit writes, in the form's order, and how each is named to the reviewer.
@@ -177,13 +178,13 @@ class RecordForm(ModalScreen[str | None]):
                     id="type",
                 )
                 yield Label("Title", classes="field-label")
-                yield Input(shown["title"], id="title", placeholder="one line")
+                yield OrderedInput(shown["title"], id="title", placeholder="one line")
                 yield Static("", id="title-error", classes="field-error", markup=False)
                 yield Label("Content (Markdown)", classes="field-label")
-                yield TextArea(shown["content"], id="content", soft_wrap=True)
+                yield OrderedTextArea(shown["content"], id="content", soft_wrap=True)
                 yield Static("", id="content-error", classes="field-error", markup=False)
                 yield Label("Tags (comma-separated)", classes="field-label")
-                yield Input(shown["tags"], id="tags")
+                yield OrderedInput(shown["tags"], id="tags")
                 yield Static("", id="tags-error", classes="field-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual import events
-from textual.widgets import Input
+
+from .ordered_keys import OrderedInput
 
 
-class AnswerInput(Input):
+class AnswerInput(OrderedInput):
     def __init__(
         self,
         answer: Callable[[str | None], None],
