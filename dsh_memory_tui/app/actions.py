@@ -113,6 +113,13 @@ ACTIONS: list[Key] = [
         "open the newest proposal (the one the last notification names)",
         footer=False,
     ),
+    Key(
+        "y",
+        "copy_id",
+        "Copy id",
+        "copy the selected record's id to the clipboard (the terminal's, OSC 52)",
+        footer=False,
+    ),
     Key("question_mark", "help", "Help", "this help"),
     Key("q", "quit", "Quit", "quit"),
 ]
@@ -128,7 +135,7 @@ OTHER_KEYS = [
 ACTION_OF_KEY = {k.key: k.action for k in ACTIONS}
 ACTION_NAMES = frozenset(k.action for k in ACTIONS)
 # What needs the store loaded; the rest runs on the first frame of a big store.
-NEED_STORE = ACTION_NAMES - {"filter", "help", "quit"}
+NEED_STORE = ACTION_NAMES - {"filter", "help", "quit", "copy_id"}
 WRITE_ACTIONS = frozenset(
     {
         "verify",

@@ -23,6 +23,7 @@ from ... import lint
 from ...errors import ErrorCode, StoreError
 from ...governance import refused
 from ...model import Record, Scope, Status
+from ...present import visible
 from ...store import Action, FileView
 from ...store.maintenance import AdoptResult, other_roots
 from ...store.memory import KeepResult, MergeResult, WriteResult
@@ -709,6 +710,17 @@ class MainScreen(Screen[None]):
         app.flags.agent_view_due = True
         # Read in a worker, after any write the app is running (run_read).
         app.run_read(lambda: scope_views(app.store, app.session), show, refused)
+
+    def action_copy_id(self) -> None:
+        """``y``: the cursor's record id to the clipboard (Textual's copy: OSC 52, which the
+        terminal, tmux or an ssh link passes on to the system's clipboard)."""
+        app = self.memory
+        record = app.current_record()
+        if record is None:
+            app.notify("no record selected", title="Unavailable", severity="warning")
+            return
+        app.copy_to_clipboard(record.id)
+        app.notify(f"copied {visible(record.id)}", title="Copy id", markup=False)
 
     def action_export(self) -> None:
         from .bundles import ExportDialog
