@@ -52,7 +52,7 @@ SCOPE_CELL = {
     Scope.USER: "user",
 }
 
-FILTER_FIELDS = ("type", "status", "origin", "verification", "tag", "conflict", "flag")
+FILTER_FIELDS = ("type", "status", "origin", "verification", "scope", "tag", "conflict", "flag")
 # The values a field can take (a filter value is a prefix of one); tag: and conflict: take any.
 FIELD_VALUES: dict[str, tuple[str, ...]] = {
     "type": tuple(t.value for t in RecordType),
@@ -60,12 +60,13 @@ FIELD_VALUES: dict[str, tuple[str, ...]] = {
     "verification": tuple(v.value for v in Verification),
     "origin": tuple(o.value for o in Origin) + tuple(SHORT_ORIGIN.values()),
     "flag": (*FLAG_KINDS, "any"),
+    "scope": tuple(s.value for s in Scope),
 }
 # Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
 FILTER_FLAGS = ("pinned", "stale", "expired")
 FILTER_HINT = (
     "filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
-    "verification: tag:   (/ to focus)"
+    "verification: scope: tag:   (/ to focus)"
 )
 GROUP_PREFIX = "group:"
 
@@ -229,6 +230,8 @@ def _field_matches(
         return g.verification.value.startswith(value)
     if name == "origin":
         return g.origin.value.startswith(value) or SHORT_ORIGIN[g.origin].startswith(value)
+    if name == "scope":
+        return r.scope.value.startswith(value)
     return any(t.lower().startswith(value) for t in r.tags)
 
 

@@ -121,3 +121,19 @@ async def test_the_table_shows_what_a_fresh_filter_shows_after_every_key(tmp_pat
                 lambda e=expected: sorted(table_keys(app, "user")) == e,
                 what=f"the rows for {typed!r}",
             )
+
+
+async def test_scope_filters_the_review_tab_by_whose_the_proposal_is(fixture_home):
+    home, ws = fixture_home
+    store = MemoryStore.open(home, ws, "alice")
+    queue = store.review_queue()
+    assert {r.scope for r in queue} >= {Scope.PROJECT, Scope.USER}  # the fixture's mix
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "review")
+        await pilot.press("slash", *"scope:user")
+        want = sorted(r.id for r in queue if r.scope is Scope.USER)
+        await wait_for(pilot, lambda: sorted(table_keys(app, "review")) == want, what="users")
+    assert RecordFilter.parse("scope:sh", 0).fields == (("scope", ("sh",)),)
+    assert not RecordFilter.parse("scope:sh", 0).problems
+    assert RecordFilter.parse("scope:galaxy", 0).problems
