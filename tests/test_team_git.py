@@ -269,3 +269,15 @@ def test_a_team_scope_is_shown_to_a_clone_made_later(tmp_path):
     git(tmp_path, "clone", "-q", str(origin), str(late))
     carol = Clone(late, tmp_path / "home-carol", "Carol")
     assert [r.title for r in carol.store.records(Scope.SHARED)] == ["Build"]
+
+
+def test_two_branches_that_each_created_the_file_merge_by_record_id(tmp_path):
+    _, alice, bob = make_team(tmp_path)  # the base has .gitattributes but no shared file
+    alice.create("Build", "make build")
+    publish(alice, "alice starts the team memory")
+    bob.create("Test", "pytest -q")
+    bob.commit("bob starts it too")
+    done = bob.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
+    assert done.returncode == 0, done.stderr
+    assert set(shared_titles(bob)) == {"Build", "Test"}
+    all_valid(bob.shared.read_bytes(), bob.root_id)
