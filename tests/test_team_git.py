@@ -281,3 +281,14 @@ def test_two_branches_that_each_created_the_file_merge_by_record_id(tmp_path):
     assert done.returncode == 0, done.stderr
     assert set(shared_titles(bob)) == {"Build", "Test"}
     all_valid(bob.shared.read_bytes(), bob.root_id)
+
+
+def test_a_workspace_below_the_repository_root_gets_its_own_attribute_line(tmp_path):
+    _, alice, _ = make_team(tmp_path, install=False)
+    service = Clone(alice.path / "services" / "api", alice.home, "Alice")
+    service.path.mkdir(parents=True)
+    service.ok("git", "install")
+    attributes = (alice.path / ".gitattributes").read_text()
+    assert attributes == f"/services/api/{SHARED} merge=dsh-memory\n"
+    assert "git merges shared.jsonl by record id" in service.ok("git", "status")
+    assert alice.cli("git", "status").returncode == 1  # the root's own file is not covered
