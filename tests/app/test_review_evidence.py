@@ -145,6 +145,25 @@ async def test_verifying_a_flagged_record_asks_for_a_reason_and_refuses_an_empty
         assert store.get(ids["key"]).governance.reviewNote == "a revoked example key"
 
 
+async def test_a_batch_verify_lists_each_records_flags_and_needs_a_reason(tmp_path: Path):
+    home, ws, ids = morning_queue(tmp_path)
+    app = make_app(home, ws, user="carol")
+    async with app.run_test(size=SIZE) as pilot:
+        await evidence_shown(pilot, app)
+        table = app.pane("review").table
+        for key in (ids["key"], ids["clean"]):
+            table.move_cursor_to_key(key)
+            await pilot.press("space")
+        await wait_for(pilot, lambda: len(table.marked_in_order()) == 2, what="2 marked")
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog), what="the dialog")
+        question = str(app.screen.query_one(".dialog-message").content)
+        assert "• “Export credentials” · project · risk: secret (AWS Access Key)" in question
+        assert "• “Port” · project\n" in question + "\n"
+        assert "A reason is needed" in question
+        assert app.screen.query_one(Input).placeholder == "reason (needed)"
+
+
 async def test_k_on_a_near_duplicate_keeps_it_and_rejects_the_other(tmp_path: Path):
     home, ws, ids = morning_queue(tmp_path)
     app = make_app(home, ws, user="carol")

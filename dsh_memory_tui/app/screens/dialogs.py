@@ -63,16 +63,24 @@ class ConfirmDialog(ModalScreen[bool]):
 
 
 class ReasonDialog(ModalScreen[str | None]):
-    """Ask for an optional reason (verify, reject). None when cancelled, "" when left empty."""
+    """Ask for a reason (verify, reject): optional, or ``required`` (a flagged record's
+    verify). None when cancelled, "" when left empty."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
-        self, title: str, prompt: str, action: str = "Reject", *, variant: str = "warning"
+        self,
+        title: str,
+        prompt: str,
+        action: str = "Reject",
+        *,
+        variant: str = "warning",
+        required: bool = False,
     ):
         super().__init__(classes="dialog")
         self.title_text, self.prompt, self.action = title, prompt, action
         self.variant = variant
+        self.required = required  # the placeholder says so (the caller asks again if empty)
         self._answered = False
 
     def compose(self) -> ComposeResult:
@@ -83,7 +91,7 @@ class ReasonDialog(ModalScreen[str | None]):
             yield AnswerInput(
                 self._answer,
                 lambda: not self._answered,
-                placeholder="reason (optional)",
+                placeholder="reason (needed)" if self.required else "reason (optional)",
                 id="reason",
             )
             with Horizontal(classes="dialog-buttons"):

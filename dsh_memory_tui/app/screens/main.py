@@ -426,7 +426,9 @@ class MainScreen(Screen[None]):
 
         if len(records) > 1 or skipped or records[0].scope is Scope.SHARED or flagged:
             # Room to list what a batch touches, or to say who sees a shared record.
-            self.app.push_screen(ReasonDialog(verb, prompt, verb, variant=variant), answered)
+            self.app.push_screen(
+                ReasonDialog(verb, prompt, verb, variant=variant, required=needs_reason), answered
+            )
         else:
             self._ask(prompt, verb, answered)
 
