@@ -10,6 +10,7 @@ from pathlib import Path
 
 from textual.widgets import Input, TextArea
 
+from dsh_memory_tui.app.screens.conflict import ConflictScreen
 from dsh_memory_tui.app.screens.dialogs import ReasonDialog
 from dsh_memory_tui.app.screens.merge import MergeForm, NearDuplicateScreen
 from dsh_memory_tui.model import SourceRef, Status, Verification
@@ -205,3 +206,29 @@ async def test_k_then_m_merges_the_pair_with_the_text_the_reviewer_writes(tmp_pa
         )
         assert store.get(ids["ruff2"]).status is Status.ACTIVE
         assert store.get(ids["ruff2"]).governance.verification is Verification.REJECTED
+
+
+async def test_k_then_m_on_a_conflict_group_merges_two_versions(tmp_path: Path):
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    store = MemoryStore.open(home, ws, "carol")
+    a = store.propose("project", "fact", "Staging host", "Staging is eu-west.", source_refs=REFS)
+    b = store.propose("project", "fact", "Staging host", "Staging is eu-central.", source_refs=REFS)
+    app = make_app(home, ws, user="carol")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.pane("review").table.row_count == 2, what="2 rows")
+        app.pane("review").table.move_cursor_to_key(a.id)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConflictScreen), what="the view")
+        await pilot.press("M")
+        await wait_for(pilot, lambda: isinstance(app.screen, MergeForm), what="the form")
+        app.screen.query_one("#content", TextArea).text = "Staging moved to eu-central."
+        await pilot.press("ctrl+s")
+        await wait_for(
+            pilot,
+            lambda: store.get(a.id).content == "Staging moved to eu-central.",
+            what="the merge written",
+        )
+        kept = store.get(a.id)
+        assert kept.governance.verification is Verification.VERIFIED
+        assert [r.id for r in kept.governance.sourceRefs if r.kind == "import"] == [a.id, b.id]
+        assert store.get(b.id).governance.verification is Verification.REJECTED

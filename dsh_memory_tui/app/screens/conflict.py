@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from rich.text import Text
@@ -22,6 +23,17 @@ from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class PairChoice:
+    """What a side-by-side view decided for two records: keep ``keep`` over ``other`` as it
+    is, or (``merge``) open the merge form for the two."""
+
+    keep: str
+    other: str
+    merge: bool
+
 
 _PLAN_WORDS = {
     Action.VERIFY: "verify it",
@@ -162,18 +174,23 @@ class SideBySide(ModalScreen[R]):
             self.pressed(event.button.id)
 
 
-class ConflictScreen(SideBySide[str | None]):
-    """The versions of one conflict group; dismisses with the id to keep, or None."""
+class ConflictScreen(SideBySide[str | PairChoice | None]):
+    """The versions of one conflict group; dismisses with the id to keep, a ``PairChoice`` to
+    merge the highlighted version with the next one, or None."""
 
     BINDINGS = [
         Binding("K", "keep", "Keep this version", priority=True),
         Binding("enter", "keep", "Keep this version", show=False),
+        Binding("M,m", "merge", "Merge", priority=True),
     ]
     legend = (
         "- only in the highlighted version · + only in that one   "
-        "←/→ choose · K keeps · Esc cancels"
+        "←/→ choose · K keeps · M merges · Esc cancels"
     )
-    buttons = (("Keep this version (K)", "keep", "success"),)
+    buttons = (
+        ("Keep this version (K)", "keep", "success"),
+        ("Merge… (M)", "merge", "primary"),
+    )
 
     def __init__(
         self,
@@ -209,5 +226,12 @@ class ConflictScreen(SideBySide[str | None]):
     def action_keep(self) -> None:
         self.dismiss(self.versions[self.chosen].id)
 
+    def action_merge(self) -> None:
+        other = self.versions[(self.chosen + 1) % len(self.versions)]
+        self.dismiss(PairChoice(self.versions[self.chosen].id, other.id, merge=True))
+
     def pressed(self, button_id: str | None) -> None:
-        self.action_keep()
+        if button_id == "merge":
+            self.action_merge()
+        else:
+            self.action_keep()

@@ -51,6 +51,7 @@ from .form import FormResult, RecordForm, RevisionConflict
 
 if TYPE_CHECKING:
     from ..app import MemoryApp
+    from .conflict import PairChoice
 
 EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
@@ -490,18 +491,20 @@ class MainScreen(Screen[None]):
     def action_restore(self) -> None:
         self._confirm_batch(Action.RESTORE)
 
-    def _compare_near_duplicates(self, record: Record) -> None:
-        """K on a record with near-duplicates: side by side; keep one (a new revision naming
-        both, the other rejected or archived) or merge them (the merge form)."""
-        from .merge import MergeForm, MergeRequest, NearDuplicateScreen, PairChoice
+    def _merge_pair(self, choice: PairChoice | None) -> None:
+        """A side-by-side view's decision for two records: keep one as it is (a merge with
+        its own text) or open the merge form; then one locked write (``MemoryStore.merge``)."""
+        from .merge import MergeForm, MergeRequest
 
         app = self.memory
+        if choice is None:
+            return
+        keep, other = app.record(choice.keep), app.record(choice.other)
+        if keep is None or other is None:
+            return
 
         def merge(request: MergeRequest | None) -> None:
             if request is None:
-                return
-            keep = app.record(request.keep)
-            if keep is None:
                 return
 
             def write(confirmed: bool) -> MergeResult:
@@ -516,12 +519,12 @@ class MainScreen(Screen[None]):
                 )
 
             def done(result: MergeResult) -> None:
-                other = result.other
-                word = "rejected" if other.status is Status.ACTIVE else "archived"
+                retired = result.other
+                word = "rejected" if retired.status is Status.ACTIVE else "archived"
                 revision = result.kept.governance.revision
                 app.notify(
                     f"merged into “{result.kept.title}” (revision {revision}, verified); "
-                    f"“{other.title}” {word}",
+                    f"“{retired.title}” {word}",
                     title="Merged",
                     markup=False,
                 )
@@ -529,27 +532,19 @@ class MainScreen(Screen[None]):
 
             app.run_write([keep.scope], write, done, keys=[request.keep, request.other])
 
-        def chosen(choice: PairChoice | None) -> None:
-            if choice is None:
-                return
-            keep, other = app.record(choice.keep), app.record(choice.other)
-            if keep is None or other is None:
-                return
-            if choice.merge:
-                app.push_screen(MergeForm(keep, other), merge)
-                return
+        if choice.merge:
+            app.push_screen(MergeForm(keep, other), merge)
+        else:
             merge(
                 MergeRequest(
                     keep.id, other.id, keep.title, keep.content, None, keep.governance.revision
                 )
             )
 
-        app.push_screen(NearDuplicateScreen(record, app.near_pair(record)), chosen)
-
     def action_keep(self) -> None:
         """The conflict view: the group's versions side by side, K keeps the chosen one; on a
         record in no conflict group, its near-duplicates (keep one, or merge)."""
-        from .conflict import ConflictScreen
+        from .conflict import ConflictScreen, PairChoice
 
         app = self.memory
         record = app.current_record()
@@ -557,10 +552,17 @@ class MainScreen(Screen[None]):
             return
         group, rivals = app.conflict_info(record)
         if not rivals and app.near_pair(record):
-            self._compare_near_duplicates(record)
+            # K on near-duplicates: side by side; keep one (a new revision naming both, the
+            # other rejected or archived) or merge them (the merge form).
+            from .merge import NearDuplicateScreen
+
+            app.push_screen(NearDuplicateScreen(record, app.near_pair(record)), self._merge_pair)
             return
 
-        def chosen(rid: str | None) -> None:
+        def chosen(rid: str | PairChoice | None) -> None:
+            if isinstance(rid, PairChoice):
+                self._merge_pair(rid)
+                return
             target = app.record(rid) if rid else None
             if target is None:
                 return

@@ -19,17 +19,7 @@ from ... import lint
 from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
 from ...store.memory import merged_content
-from .conflict import SideBySide
-
-
-@dataclass(frozen=True, slots=True)
-class PairChoice:
-    """What the near-duplicate view decided: keep ``keep`` over ``other`` as it is, or
-    (``merge``) open the merge form for the two."""
-
-    keep: str
-    other: str
-    merge: bool
+from .conflict import PairChoice, SideBySide
 
 
 @dataclass(frozen=True, slots=True)
