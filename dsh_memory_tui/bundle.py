@@ -18,6 +18,7 @@ import math
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -91,6 +92,8 @@ class ExportResult:
     # (id, why) of each record the host's import would refuse (so it would refuse the bundle):
     # kept in the store, left out of a JSON bundle so that the host imports it whole.
     left_out: tuple[tuple[str, str], ...] = ()
+    # (scope, records exported from it), in the order of Scope.
+    by_scope: tuple[tuple[str, int], ...] = ()
 
     @property
     def over_host_limits(self) -> str | None:
@@ -270,9 +273,20 @@ def export_bundle(
         at=exported_at,
     )
     safe_append(AuditLog(store.paths.home), entry)
+    counted = Counter(r.scope for r in exported)
+    by_scope = tuple((scope.value, counted[scope]) for scope in Scope if counted[scope])
     return ExportResult(
-        out_path, count, exported_at, corrupt, future, fmt, len(data), tuple(left_out)
+        out_path, count, exported_at, corrupt, future, fmt, len(data), tuple(left_out), by_scope
     )
+
+
+def format_for_path(path: str | os.PathLike[str], default: str = "json") -> str:
+    """The bundle format a path's suffix names (``.md``/``.markdown``: markdown, ``.json``:
+    json), else ``default``: what the CLI's export and the app's both write."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".md", ".markdown"):
+        return "markdown"
+    return "json" if suffix == ".json" else default
 
 
 class _HostImportCheck:

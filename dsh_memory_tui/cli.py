@@ -591,9 +591,9 @@ def cmd_git(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
-    from .bundle import export_bundle
+    from .bundle import export_bundle, format_for_path
 
-    fmt = args.format or ("markdown" if args.out.lower().endswith((".md", ".markdown")) else "json")
+    fmt = args.format or format_for_path(args.out)
     result = export_bundle(
         store, args.out, scopes=args.scope or None, session=_session(args), fmt=fmt
     )

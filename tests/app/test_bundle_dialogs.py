@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from textual.containers import VerticalScroll
-from textual.widgets import Button, Input, Select, Static
+from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from dsh_memory_tui.app.screens.bundles import ExportDialog, ImportDialog
-from dsh_memory_tui.bundle import export_bundle
+from dsh_memory_tui.bundle import export_bundle, plan_import
 from dsh_memory_tui.model import Scope
 from dsh_memory_tui.store import MemoryStore
 
@@ -169,7 +169,7 @@ async def test_export_json_lists_what_it_left_out(tmp_path):
         app.screen.query_one("#path", Input).value = str(out)
         await pilot.click("#ok")
         await wait_for(pilot, lambda: bool(messages), what="the summary")
-    assert messages[0].startswith(f"Exported 1 record(s) to {out}; 1 left out")
+    assert messages[0].startswith(f"Exported 1 record(s) (project 1) to {out}; 1 left out")
     assert [r["title"] for r in json.loads(out.read_bytes())["records"]] == ["Plain"]
 
 
@@ -294,3 +294,59 @@ async def test_an_export_cancelled_while_it_waits_for_a_write_writes_nothing(tmp
         await pilot.click("#ok")
         await wait_for(pilot, lambda: out.exists() and not isinstance(app.screen, ExportDialog))
         assert json.loads(out.read_text())["records"][0]["title"] == "Exported later"
+
+
+async def test_export_picks_the_format_by_the_paths_suffix_as_the_cli_does(fixture_home, tmp_path):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    out = tmp_path / "notes.md"
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        assert app.screen.query_one("#format", Select).value == "json"
+        app.screen.query_one("#path", Input).value = str(out)  # typed: the format left as is
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: out.exists() and not isinstance(app.screen, ExportDialog))
+    assert out.read_text().startswith("# ")  # Markdown, which import reads back
+    plan = plan_import(MemoryStore.open(home, tmp_path / "ws2", "carol"), out, "user")
+    assert plan.format == "markdown" and plan.new
+
+
+async def test_export_takes_every_scope_and_says_how_many_from_each(fixture_home, tmp_path):
+    home, ws = fixture_home
+    store = MemoryStore.open(home, ws, "alice")
+    app = make_app(home, ws)
+    out = tmp_path / "all.json"
+    messages: list[str] = []
+    async with app.run_test(size=SMALL) as pilot:
+        app.notify = lambda message, **kw: messages.append(str(message))  # type: ignore
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        boxes = {s: app.screen.query_one(f"#x-{s.value}", Checkbox) for s in Scope}
+        assert all(box.value for box in boxes.values())  # the session's records too
+        app.screen.query_one("#path", Input).value = str(out)
+        await pilot.click("#ok")
+        await wait_for(pilot, lambda: bool(messages), what="the summary")
+    counts = {
+        s.value: len(
+            [r for r in store.records(s, include_inactive=True) if r.status.value != "forgotten"]
+        )
+        for s in Scope
+    }
+    named = ", ".join(f"{scope} {n}" for scope, n in counts.items() if n)
+    assert counts["session"] > 0
+    assert messages[0].startswith(f"Exported {sum(counts.values())} record(s) ({named}) to {out}")
+
+
+async def test_each_scope_boxs_state_reads_without_colour(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("E")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog))
+        box = app.screen.query_one("#x-session", Checkbox)
+        assert "X" in box.render().plain
+        box.toggle()
+        await wait_for(pilot, lambda: not box.value, what="unchecked")
+        assert "X" not in box.render().plain
+        assert "session" in box.render().plain

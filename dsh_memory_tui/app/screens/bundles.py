@@ -26,6 +26,7 @@ from ...bundle import (
     ImportResult,
     apply_import,
     export_bundle,
+    format_for_path,
     plan_import,
 )
 from ...errors import StoreError
@@ -110,6 +111,16 @@ def shown_path(path: Path | str) -> str:
     return "~" + text[len(home) :] if home != "/" and text.startswith(home + "/") else text
 
 
+class MarkedCheckbox(Checkbox):
+    """A checkbox whose mark is an X only when it is checked: its state reads without colour
+    (Textual's draws the same X either way, in another colour)."""
+
+    # Textual's class constant, here per state.
+    @property
+    def BUTTON_INNER(self) -> str:  # type: ignore[override]  # noqa: N802
+        return "X" if self.value else " "
+
+
 class ExportDialog(ModalScreen[str | None]):
     """Choose scopes, a format and a path; dismisses with a summary of what was written."""
 
@@ -138,10 +149,8 @@ class ExportDialog(ModalScreen[str | None]):
                     classes="dialog-message",
                 )
                 with Horizontal(id="export-scopes", classes="bundle-row"):
-                    for scope in Scope:
-                        yield Checkbox(
-                            scope.value, value=scope is not Scope.SESSION, id=f"x-{scope.value}"
-                        )
+                    for scope in Scope:  # every scope the reviewer sees, by default
+                        yield MarkedCheckbox(scope.value, value=True, id=f"x-{scope.value}")
                 with Horizontal(classes="bundle-row"):
                     yield Label("Save as", classes="row-label")
                     yield Select(EXPORT_FORMATS, value=self.fmt, allow_blank=False, id="format")
@@ -175,7 +184,9 @@ class ExportDialog(ModalScreen[str | None]):
         if self.exporting:
             return  # one export at a time
         path = Path(self.query_one("#path", Input).value.strip()).expanduser()
-        fmt = self.fmt  # as chosen now, not as the radio reads when the worker gets to it
+        # The path's suffix decides, as in the CLI (JSON written to notes.md would not import);
+        # the format chosen here is for a path without one. Taken now, not when the worker runs.
+        fmt = format_for_path(path, self.fmt)
         self.exporting = True
         cancelled = self._cancelled
         app = self.app  # to tell what was written if the dialog is closed meanwhile
@@ -206,7 +217,8 @@ class ExportDialog(ModalScreen[str | None]):
         self.run_read(export, exported, failed)
 
     def _summary(self, result: ExportResult) -> str:
-        summary = f"Exported {result.count} record(s) to {result.path}"
+        scopes = ", ".join(f"{scope} {n}" for scope, n in result.by_scope) or "none"
+        summary = f"Exported {result.count} record(s) ({scopes}) to {result.path}"
         if result.left_out:
             summary += (
                 f"; {len(result.left_out)} left out (the host's import would refuse "
