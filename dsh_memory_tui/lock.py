@@ -14,8 +14,14 @@ small module. Unlike the host we wait for a held lock, up to the timeout: on Lin
 sleeps until the lock file's directory loses an entry (inotify, ``_Vanish``) and tries again at
 once, so the lock passes from one writer to the next in microseconds; elsewhere, or when inotify
 is not available, it polls.
-Unlike the host we never break a stale lock whose holder is still alive on this machine (a
-process stopped for a minute, not a crashed one): the host may; we say so in ``LOCK_TIMEOUT``.
+Staleness is the host's rule exactly (its ``withLock``): a lock file whose mtime is 60 s or
+more from now is broken, whoever it names: a pid that runs may be pid 1, a reused pid or another
+machine's or container's process, and the host breaks it too (so a ``.lock`` committed to git
+blocks nobody for long). One difference, for skewed clocks: the host counts a future mtime as
+fresh until its clock passes it by 60 s; we count the distance either way, so a lock stamped
+more than 60 s ahead of this clock is broken at once (it blocked the host too) and one less
+ahead is waited for. A holder we break that was only stopped finds out before its write becomes
+visible (``ensure_ours``: ``LOCK_LOST``). ``LOCK_TIMEOUT`` says when the file turns stale.
 
 Bytes and the file system only: no records here.
 """
@@ -174,13 +180,25 @@ class Holder:
     """Who holds a lock, as far as the lock file tells."""
 
     pid: int | None
-    age_s: float
+    age_s: float  # now - the lock file's mtime: negative when its mtime is in the future
     alive: bool | None  # None: no pid to ask about
+    mtime: float = 0.0
 
     def describe(self) -> str:
         who = f"pid {self.pid}" if self.pid is not None else "an unknown process"
         state = "" if self.alive is None else (" (running)" if self.alive else " (not running)")
+        if self.age_s < 0:
+            return f"{who}{state}, its mtime {-self.age_s:.1f} s ahead of this clock"
         return f"{who}{state} for {self.age_s:.1f} s"
+
+    def stale_at(self) -> str:
+        """When the lock turns stale (UTC), as this clock tells."""
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.mtime + STALE_AFTER_S))
+
+
+def is_stale(mtime: float, now: float) -> bool:
+    """The host's rule, counted both ways (see the module's docstring)."""
+    return abs(now - mtime) >= STALE_AFTER_S
 
 
 def _pid_alive(pid: int) -> bool:
@@ -227,9 +245,29 @@ def read_holder(lock_path: Path) -> tuple[Holder, tuple[int, int, int]] | None:
         pid = int(text.split(b"\n", 1)[0].strip() or b"x")
     except ValueError:
         pid = None
-    age = max(0.0, time.time() - st.st_mtime)
     alive = None if pid is None else _pid_alive(pid)
-    return Holder(pid, age, alive), (st.st_dev, st.st_ino, st.st_mtime_ns)
+    holder = Holder(pid, time.time() - st.st_mtime, alive, st.st_mtime)
+    return holder, (st.st_dev, st.st_ino, st.st_mtime_ns)
+
+
+def timeout_error(lock_path: Path, waited_s: float) -> StoreError:
+    """``LOCK_TIMEOUT``: who holds ``lock_path``, since when, and when it may be deleted."""
+    found = read_holder(lock_path)
+    if found is None:  # released just now
+        return StoreError(
+            ErrorCode.LOCK_TIMEOUT,
+            f"{lock_path} was held for all of {waited_s:g} s (DSH_LOCK_TIMEOUT sets the wait); "
+            "try again",
+        )
+    holder = found[0]
+    who = f"pid {holder.pid}" if holder.pid is not None else "its holder"
+    return StoreError(
+        ErrorCode.LOCK_TIMEOUT,
+        f"{lock_path} is held by {holder.describe()} (waited {waited_s:g} s; DSH_LOCK_TIMEOUT "
+        f"sets the wait); it turns stale at {holder.stale_at()}, 60 s from its mtime, and the "
+        f"host and this program break it then; delete {lock_path} sooner only if {who} is not "
+        "writing this store (pid 1, a reused pid, another machine's or container's process)",
+    )
 
 
 class HostLock:
@@ -283,7 +321,9 @@ class HostLock:
         return True
 
     def _break_if_stale(self) -> bool:
-        """Unlink a stale lock whose holder is gone. True: the lock is gone, try again now."""
+        """Unlink a stale lock (the host's rule: its mtime 60 s or more from now, whatever pid
+        it names). True: the lock is gone, try again now.
+        """
         try:
             st = os.lstat(self._fs_path)
         except FileNotFoundError:
@@ -292,20 +332,18 @@ class HostLock:
             # A link or a FIFO never goes away by waiting: refuse it at once.
             why = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
             raise StoreError(ErrorCode.UNSAFE_PATH, f"{self.path}: is {why}; refusing to use it")
-        if time.time() - st.st_mtime < STALE_AFTER_S:
+        if not is_stale(st.st_mtime, time.time()):
             return False  # the usual case: one stat, no read
-        found = read_holder(self.path)
-        if found is None:
-            return True
-        holder, identity = found
-        if holder.age_s < STALE_AFTER_S or holder.alive:
-            return False
         # The same file we judged stale, still there: unlink it (as the host does).
         try:
-            st = os.lstat(self._fs_path)
+            again = os.lstat(self._fs_path)
         except FileNotFoundError:
             return True
-        if (st.st_dev, st.st_ino, st.st_mtime_ns) == identity:
+        if (again.st_dev, again.st_ino, again.st_mtime_ns) == (
+            st.st_dev,
+            st.st_ino,
+            st.st_mtime_ns,
+        ):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._fs_path)
         return True
@@ -332,18 +370,7 @@ class HostLock:
                 continue
             delay = max(_POLL_MIN_S, _POLL_S / (1 + 10 * (now - start)))
             time.sleep(min(delay * (0.5 + random.random()), deadline - now))
-        found = read_holder(self.path)
-        holder = found[0] if found else Holder(None, 0.0, None)
-        hint = (
-            f"; if no such process is writing, delete {self.path}"
-            if holder.alive is not True
-            else ""
-        )
-        raise StoreError(
-            ErrorCode.LOCK_TIMEOUT,
-            f"{self.path} is held by {holder.describe()} (waited {self.timeout_s:g} s; "
-            f"DSH_LOCK_TIMEOUT sets the wait){hint}",
-        )
+        raise timeout_error(self.path, self.timeout_s)
 
     def still_ours(self) -> bool:
         """True while the lock file is the one we created (nobody broke it meanwhile).

@@ -408,12 +408,16 @@ def test_a_held_lock_is_lock_timeout_naming_the_holder_not_a_hang(tmp_path: Path
         waited = time.monotonic() - started
         assert 0.2 <= waited < DEADLINE_S
         assert safe.lock_path.read_bytes() == f"{pid}\n".encode()  # not broken
+        mtime = safe.lock_path.stat().st_mtime
     assert err.value.code == "LOCK_TIMEOUT"
     message = err.value.message
     assert f"pid {pid} (running)" in message
     assert re.search(r"for \d+\.\d s", message), message
     assert "DSH_LOCK_TIMEOUT" in message
-    assert "delete" not in message  # a running holder: no advice to delete its lock
+    # When it may go: at its mtime + 60 s (the host's rule), sooner only if no writer holds it.
+    stale_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(mtime + 60))
+    assert f"it turns stale at {stale_at}" in message, message
+    assert f"delete {safe.lock_path} sooner only if pid {pid} is not writing" in message
     with safe.locked():  # released: available again
         pass
 
@@ -461,17 +465,55 @@ def test_a_fresh_lock_without_a_pid_names_an_unknown_holder(tmp_path: Path) -> N
     assert lock_path.exists()
 
 
-def test_a_stale_lock_whose_pid_is_running_is_not_broken(tmp_path: Path) -> None:
-    # A holder stopped for over a minute (not crashed): breaking its lock would let two
-    # writers in at once. The host may break it; we wait and then say who holds it.
-    safe = SafeFile(tmp_path / "f.jsonl", 0.3)
+@pytest.mark.parametrize("who", ["a running process", "pid 1"])
+def test_a_stale_lock_is_broken_whatever_pid_it_names(who: str, tmp_path: Path) -> None:
+    # The host's rule is the mtime alone: a running pid may be pid 1, a reused pid or another
+    # container's. Its holder, if only stopped, finds its lock lost before writing (LOCK_LOST).
+    safe = SafeFile(tmp_path / "f.jsonl", 5)
+    if who == "pid 1":
+        safe.lock_path.write_bytes(b"1\n")
+        age(safe.lock_path, 61)
+        with safe.locked():
+            assert safe.lock_path.read_bytes() == f"{os.getpid()}\n".encode()
+        return
     with lock_held_elsewhere(safe.lock_path) as pid:
         age(safe.lock_path, 61)
-        with pytest.raises(StoreError) as err, safe.locked():
-            pass
-        assert safe.lock_path.read_bytes() == f"{pid}\n".encode()
+        started = time.monotonic()
+        with safe.locked() as lock:
+            assert time.monotonic() - started < DEADLINE_S
+            assert safe.lock_path.read_bytes() == f"{os.getpid()}\n".encode()
+            lock.ensure_ours()
+        assert pid != os.getpid()
+
+
+def test_a_lock_stamped_over_60_s_ahead_of_the_clock_is_broken(tmp_path: Path) -> None:
+    # A future mtime blocks the host until its clock passes it by 60 s; such a lock cannot be
+    # a write under way on a clock within a minute of ours, so it is broken at once.
+    lock_path = tmp_path / "f.jsonl.lock"
+    lock_path.write_bytes(b"4242\n")
+    age(lock_path, -3600)
+    with HostLock(lock_path, 5).held():
+        assert lock_path.read_bytes() == f"{os.getpid()}\n".encode()
+    assert not lock_path.exists()
+
+
+def test_a_lock_stamped_less_than_60_s_ahead_is_waited_for_and_says_when_it_turns_stale(
+    tmp_path: Path,
+) -> None:
+    # A clock up to a minute ahead of ours may be a live writer's: wait, as the host would.
+    lock_path = tmp_path / "f.jsonl.lock"
+    lock_path.write_bytes(b"4242\n")
+    age(lock_path, -30)
+    with pytest.raises(StoreError) as err, HostLock(lock_path, 0.1).held():
+        pass
     assert err.value.code == "LOCK_TIMEOUT"
-    assert f"pid {pid} (running) for 61." in err.value.message
+    message = err.value.message
+    assert re.search(
+        r"pid 4242 \((not )?running\), its mtime \d+\.\d s ahead of this clock", message
+    )
+    stale_at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(lock_path.stat().st_mtime + 60))
+    assert f"it turns stale at {stale_at}" in message, message
+    assert lock_path.read_bytes() == b"4242\n"
 
 
 def test_a_lock_deleted_and_taken_by_another_is_lost(tmp_path: Path) -> None:
