@@ -622,5 +622,5 @@ def mark_used(
                 out.append(used_version(current, at, view.location))
             return out, out
 
-        written.extend(store.write(file, build, confirm_shared=confirm_shared))
+        written.extend(store.write(file, build, confirm_shared=confirm_shared, about=wanted))
     return written

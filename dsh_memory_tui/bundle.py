@@ -1094,11 +1094,12 @@ def apply_import(
     """
     if strict:
         check_strict(plan)
-    result = ImportResult(plan.target, [], list(plan.duplicates), list(plan.invalid))
     if not plan.new:
-        return result
+        return ImportResult(plan.target, [], list(plan.duplicates), list(plan.invalid))
 
     def build(view: FileView) -> tuple[list[Record], ImportResult]:
+        # Made anew each time: the store may decide again if another writer got in first.
+        result = ImportResult(plan.target, [], list(plan.duplicates), list(plan.invalid))
         index_of = view.duplicate_index()
         now = store.clock()
         batch: list[Record] = []

@@ -35,6 +35,7 @@ class ErrorCode(StrEnum):
     CONFLICT_MARKERS = "CONFLICT_MARKERS"
     GIT_FAILED = "GIT_FAILED"
     REASON_REQUIRED = "REASON_REQUIRED"
+    HOST_CANNOT_OPEN = "HOST_CANNOT_OPEN"
 
 
 class StoreError(Exception):

@@ -40,7 +40,63 @@ class Action(StrEnum):
     STALE = "stale"
 
 
-FORGOTTEN_WHY = "it was forgotten; its content is gone"
+FORGOTTEN_WHY = "it was forgotten"
+_TOMBSTONE_OPENING = "This memory was forgotten"
+_TOMBSTONE_ERASED = "Its title, content and tags were erased from this file and its backup."
+
+
+def tombstone_title(record_id: str) -> str:
+    """A forgotten record's placeholder title: its own, so no two tombstones form a group."""
+    return f"Forgotten memory {sha256_hex(record_id)[:12]}"
+
+
+def tombstone_content(now: int | None) -> str:
+    """A forgotten record's placeholder content (``now``: when, if known)."""
+    from .present import when
+
+    on = "" if now is None else f" on {when(now)} UTC"
+    return f"{_TOMBSTONE_OPENING}{on}. {_TOMBSTONE_ERASED}"
+
+
+def is_erased(record: Record) -> bool:
+    """A forgotten record whose text is gone: our tombstone. The host's forget keeps the title,
+    content and tags (its design scrubs them at a compaction it never runs): not erased.
+    """
+    return (
+        record.status is Status.FORGOTTEN
+        and record.title == tombstone_title(record.id)
+        and record.content.startswith(_TOMBSTONE_OPENING)
+        and not record.tags
+    )
+
+
+def tombstone(record: Record, now: int) -> Record:
+    """The host-valid forgotten record: a placeholder title and content that hold nothing of
+    the record, no tags, unpinned, without a review note or conflict group (the next revision).
+    """
+    return next_revision(
+        record,
+        now,
+        {
+            "status": Status.FORGOTTEN,
+            "title": tombstone_title(record.id),
+            "content": tombstone_content(now),
+            "tags": [],
+        },
+        None,
+        ("pinnedAt", "pinnedBy", "reviewNote", "conflictGroup"),
+    )
+
+
+def forgotten_error(record: Record) -> StoreError:
+    """``FORGOTTEN``: what is true of a forgotten record's text, and what erases it."""
+    if is_erased(record):
+        return StoreError(ErrorCode.FORGOTTEN, f"{record.id} was forgotten; its text is erased")
+    return StoreError(
+        ErrorCode.FORGOTTEN,
+        f"{record.id} was forgotten (its text is still in the file: forget it here, or compact "
+        "the file, to erase it)",
+    )
 
 
 def refusal(record: Record, action: Action, now: int) -> str | None:
@@ -78,7 +134,7 @@ def refused(record: Record, action: Action, now: int) -> StoreError | None:
     if why is None:
         return None
     if why is FORGOTTEN_WHY:
-        return StoreError(ErrorCode.FORGOTTEN, f"{record.id} was forgotten; its content is gone")
+        return forgotten_error(record)
     return StoreError(ErrorCode.INVALID_TRANSITION, f"cannot {action.value} {record.id}: {why}")
 
 
@@ -182,7 +238,7 @@ def keep_plan(record: Record, records: Iterable[Record], now: int) -> list[tuple
     why = keep_refusal(record, records, now)
     if why is not None:
         if why is FORGOTTEN_WHY:
-            raise StoreError(ErrorCode.FORGOTTEN, f"{record.id} was forgotten; its content is gone")
+            raise forgotten_error(record)
         raise StoreError(ErrorCode.INVALID_TRANSITION, f"cannot keep {record.id}: {why}")
     plan: list[tuple[Record, Action]] = []
     verification = record.governance.verification

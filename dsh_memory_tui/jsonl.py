@@ -13,7 +13,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -288,22 +288,32 @@ def _append_synced(path: Path, data: bytes, action: str) -> tuple[int, os.stat_r
     return appended.start, appended.stat
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: a 0600 temporary in the same directory, fsync, rename,
-    fsync the directory. Raises ``UNSAFE_PATH`` or ``WRITE_FAILED``; ``path`` is then unchanged.
+def _stage(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a new 0600 temporary beside ``path`` and fsync it; returns its path.
+    ``UNSAFE_PATH`` or ``WRITE_FAILED`` (then no temporary is left).
     """
     check_path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd, _ = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    except StoreError:
-        raise
+    fd, _ = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         try:
             _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise _io_error(path, "writing", exc) from None
+    return tmp
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a 0600 temporary in the same directory, fsync, rename,
+    fsync the directory. Raises ``UNSAFE_PATH`` or ``WRITE_FAILED``; ``path`` is then unchanged.
+    """
+    tmp = _stage(path, data)
+    try:
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -313,6 +323,57 @@ def write_atomic(path: Path, data: bytes) -> None:
         fsync_dir(path.parent)
     except OSError as exc:
         raise _io_error(path.parent, "syncing the directory", exc) from None
+
+
+@dataclass(slots=True)
+class Staged:
+    """A file's replacement and its backup's, written and fsynced to temporaries beside them
+    before the lock is taken: ``install`` (lock held) is only the renames and the directory's
+    fsync. ``discard`` removes what was not installed.
+    """
+
+    moves: list[tuple[Path, Path]]  # (temporary, destination), the backup first
+
+    @property
+    def temporaries(self) -> set[str]:
+        return {tmp.name for tmp, _ in self.moves}
+
+    def install(self) -> bool:
+        """Rename each temporary over its destination, then fsync the directory. False when a
+        temporary is gone (another writer's rewrite removed it as a dead writer's): nothing
+        of the file was replaced then (the backup may have been); stage again.
+        ``UNSAFE_PATH``, ``WRITE_FAILED``.
+        """
+        directory = self.moves[-1][1].parent
+        while self.moves:
+            tmp, dest = self.moves[0]
+            check_path(dest)
+            try:
+                os.replace(tmp, dest)
+            except FileNotFoundError:
+                if os.path.lexists(tmp):
+                    raise
+                self.discard()
+                return False
+            except OSError as exc:
+                self.discard()
+                raise _io_error(dest, "writing", exc) from None
+            self.moves.pop(0)
+        try:
+            fsync_dir(directory)
+        except OSError as exc:
+            raise _io_error(directory, "syncing the directory", exc) from None
+        return True
+
+    def present(self) -> bool:
+        """True while every temporary not yet installed is still there."""
+        return all(os.path.lexists(tmp) for tmp, _ in self.moves)
+
+    def discard(self) -> None:
+        for tmp, _ in self.moves:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        self.moves = []
 
 
 def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | None:
@@ -496,6 +557,22 @@ class TailReader:
         self._anchor = (self._anchor + data)[-_ANCHOR_BYTES:]
         return True
 
+    def unchanged(self, st: os.stat_result | None = None) -> bool:
+        """True if the file is exactly as the last read left it: the same inode, size and
+        mtime (absent if it was absent). One ``lstat``, or none given ``st`` (the file's). A
+        writer that decided on what it read checks this under the lock before writing.
+        """
+        if st is None:
+            try:
+                st = os.stat(self.path, follow_symlinks=False)
+            except FileNotFoundError:
+                return self.identity is None
+        return (
+            self.identity == (st.st_dev, st.st_ino)
+            and st.st_size == self._size
+            and st.st_mtime_ns == self._mtime_ns
+        )
+
     def _renamed_to_backup(self) -> bool:
         """True if the file we were reading is now ``<file>.bak`` (a compaction under way)."""
         if self.identity is None:
@@ -624,14 +701,16 @@ class SafeFile:
         )
         _append_synced(self.corrupt_path, data, "quarantining")
 
-    def remove_stale_temporaries(self) -> None:
-        """Delete temporaries of this file and its backup left by a writer that died in the
-        middle of a replace (lock held: no live writer has one open). They may hold text that
-        a forget has since erased.
+    def remove_stale_temporaries(self, keep: Collection[str] = ()) -> None:
+        """Delete temporaries of this file and its backup (lock held) but ``keep``'s: a writer
+        that died in the middle of a replace left them, or a live one staged them and will
+        stage again (``Staged.install``). They may hold text that a forget has since erased.
         """
         for name in os.listdir(self.path.parent):
-            if name.endswith(".tmp") and name.startswith(
-                (f".{self.path.name}.", f".{self.bak_path.name}.")
+            if (
+                name.endswith(".tmp")
+                and name.startswith((f".{self.path.name}.", f".{self.bak_path.name}."))
+                and name not in keep
             ):
                 stale = self.path.parent / name
                 with contextlib.suppress(FileNotFoundError):
@@ -642,8 +721,17 @@ class SafeFile:
         """Append another ``.corrupt`` file's entries to ours (a file being merged into ours)."""
         _append_synced(self.corrupt_path, data, "quarantining")
 
-    def replace(self, data: bytes, backup: bytes | None) -> None:
-        """Atomically replace the file (lock held), writing ``backup`` to ``.bak`` first."""
-        if backup is not None:
-            write_atomic(self.bak_path, backup)
-        write_atomic(self.path, data)
+    def stage(self, data: bytes, backup: bytes | None) -> Staged:
+        """The replacement of the file by ``data`` (and of ``.bak`` by ``backup``), staged in
+        fsynced temporaries; no lock needed. ``Staged.install`` puts it in place.
+        """
+        moves: list[tuple[Path, Path]] = []
+        staged = Staged(moves)
+        try:
+            if backup is not None:
+                moves.append((_stage(self.bak_path, backup), self.bak_path))
+            moves.append((_stage(self.path, data), self.path))
+        except BaseException:
+            staged.discard()
+            raise
+        return staged

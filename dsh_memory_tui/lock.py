@@ -37,7 +37,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -352,13 +352,28 @@ class HostLock:
         """Take the lock, waiting up to the timeout. ``LOCK_TIMEOUT`` names the holder."""
         if self._try_create():
             return
+        self._wait(self._try_create)
+
+    def wait_until_free(self) -> None:
+        """Return once no lock file is there (a stale one is broken), or after the timeout
+        (then ``acquire`` reports the holder). A writer that is about to decide waits for a
+        holder to finish first: the holder's lines are then in what it decides on.
+        """
+        if not os.path.lexists(self._fs_path):
+            return
+        with contextlib.suppress(StoreError):  # acquire says it, if it is still so
+            self._wait(lambda: not os.path.lexists(self._fs_path))
+
+    def _wait(self, done: Callable[[], bool]) -> None:
+        """Wait until ``done()`` (tried again after every release), breaking a stale lock;
+        ``LOCK_TIMEOUT`` after the timeout."""
         start = time.monotonic()
         deadline = start + self.timeout_s
         vanish = _Vanish.get(self.path.parent)
         while True:
             # Marked before the try: a release between the try and the wait still wakes us.
             mark = vanish.mark() if vanish is not None else 0
-            if self._try_create():
+            if done():
                 return
             if self._break_if_stale():
                 continue

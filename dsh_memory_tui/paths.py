@@ -50,6 +50,24 @@ def workspace_root_id(workspace: Path) -> str:
     return "root:" + hashlib.sha256(os.fsencode(canonical)).hexdigest()
 
 
+def shown_path(path: Path | str) -> str:
+    """A path as text a terminal can show: bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def host_cannot_open(workspace: Path) -> str | None:
+    """Why the host cannot open ``workspace`` (its path, or its real path, is not UTF-8: node
+    reads it as text and fails PROJECT_UNAVAILABLE, "Process working directory is
+    unavailable"), or None when it can.
+    """
+    for path in (workspace, Path(os.path.realpath(workspace))):
+        try:
+            os.fsencode(path).decode("utf-8")
+        except UnicodeDecodeError:
+            return f"{shown_path(path)} is not valid UTF-8"
+    return None
+
+
 def lock_timeout() -> float:
     raw = os.environ.get("DSH_LOCK_TIMEOUT")
     if not raw:

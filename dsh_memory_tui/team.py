@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ErrorCode, StoreError
+from .governance import is_erased
+from .governance import tombstone as erase
 from .jsonl import MAX_STORE_BYTES, write_atomic
 from .model import (
     Location,
@@ -308,12 +310,9 @@ def _scrubbed(tombstone: Record) -> Record:
     and content) is replaced by ours, which holds nothing of it; at the tombstone's own time,
     so both merge directions write the same line.
     """
-    from .store.memory import tombstone as erased
-
-    ours = f"Forgotten memory {sha256_hex(tombstone.id)[:12]}"
-    if tombstone.title == ours and not tombstone.tags:
+    if is_erased(tombstone):
         return tombstone
-    return erased(tombstone, tombstone.updatedAt)
+    return erase(tombstone, tombstone.updatedAt)
 
 
 def merge(base: bytes, ours: bytes, theirs: bytes, location: Location) -> Merged:

@@ -244,17 +244,34 @@ def test_quarantine_appends_host_format_entries_and_never_overwrites(tmp_path: P
     assert mode(safe.corrupt_path) == 0o600
 
 
-def test_replace_writes_the_backup_first_then_swaps_atomically(tmp_path: Path) -> None:
+def test_a_staged_replace_is_written_before_the_lock_and_renamed_under_it(tmp_path: Path) -> None:
     safe = SafeFile(tmp_path / "f.jsonl", 5)
     safe.path.write_bytes(b"old\n")
     inode = os.stat(safe.path).st_ino
+    staged = safe.stage(b"new\n", backup=b"old\n")
+    assert safe.path.read_bytes() == b"old\n" and not safe.bak_path.exists()
+    assert len(staged.temporaries) == 2 and not safe.lock_path.exists()
     with safe.locked():
-        safe.replace(b"new\n", backup=b"old\n")
+        assert staged.install()
     assert safe.path.read_bytes() == b"new\n"
     assert safe.bak_path.read_bytes() == b"old\n"
     assert os.stat(safe.path).st_ino != inode
     assert mode(safe.path) == 0o600 and mode(safe.bak_path) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl", "f.jsonl.bak"]
+
+
+def test_a_staged_replace_whose_temporary_was_removed_replaces_nothing(tmp_path: Path) -> None:
+    # Another writer's rewrite removes temporaries it takes for a dead writer's: the staged
+    # replace says so (stage again) and leaves the file as it was.
+    safe = SafeFile(tmp_path / "f.jsonl", 5)
+    safe.path.write_bytes(b"old\n")
+    staged = safe.stage(b"new\n", backup=None)
+    with safe.locked():
+        safe.remove_stale_temporaries()
+        assert not staged.present()
+        assert not staged.install()
+    assert safe.path.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl"]
 
 
 def test_read_file_reads_from_an_offset(tmp_path: Path) -> None:
@@ -543,16 +560,26 @@ def test_a_lock_deleted_and_taken_by_another_is_lost(tmp_path: Path) -> None:
     assert not lock_path.exists()
 
 
-def test_a_write_whose_lock_was_lost_writes_nothing(fixture_home: tuple[Path, Path]) -> None:
+def test_a_write_whose_lock_was_lost_writes_nothing(
+    fixture_home: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = MemoryStore.open(*fixture_home, "alice", lock_timeout_s=1)
     file = store.file_for("user")
     before = file.path.read_bytes()
-    lock_path = store.view(file).safe.lock_path
+    safe = store.view(file).safe
+    lock_path = safe.lock_path
     thief = HostLock(lock_path, 1)
+    checked = safe.check_paths
+
+    def stolen_once_taken() -> None:
+        # Right after we took the lock: broken by another process while we were stopped...
+        lock_path.unlink()
+        thief.acquire()  # ...and taken by it
+        checked()
+
+    monkeypatch.setattr(safe, "check_paths", stolen_once_taken)
 
     def build(view: FileView) -> tuple[list[Record], None]:
-        lock_path.unlink()  # broken by another process while we were stopped...
-        thief.acquire()  # ...and taken by it
         current = view.current["memory:user:preference:e66c0e9819428e8a34c6049fa9998118"]
         return [next_revision(current, current.updatedAt + 1, {"title": "late"})], None
 

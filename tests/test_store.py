@@ -36,7 +36,7 @@ from dsh_memory_tui.model import (
     sha256_hex,
 )
 from dsh_memory_tui.paths import StorePaths, resolve_home, resolve_user, resolve_workspace
-from dsh_memory_tui.store import MemoryStore
+from dsh_memory_tui.store import FileView, MemoryStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "host"
 DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"  # two revisions
@@ -744,6 +744,63 @@ def test_forget_leaves_a_tombstone_and_the_text_nowhere(alice_store: MemoryStore
         assert err.value.code == "FORGOTTEN"
     assert result.id in {r.id for r in alice_store.records(include_inactive=True)}
     assert result.id not in {r.id for r in alice_store.records()}
+
+
+def _forgotten_by_the_host(store: MemoryStore, text: str) -> str:
+    """A record forgotten the host's way (``domain.forget``: status forgotten, the next
+    revision, title, content and tags kept), after a compaction that put its text in .bak."""
+    rid = store.create("project", "fact", f"Title {text}", f"Content {text}", [f"tag-{text}"]).id
+    store.compact(store.file_for("project"))
+
+    def host_forget(view: FileView) -> tuple[list[Record], None]:
+        current = view.current[rid]
+        return [next_revision(current, current.updatedAt + 1, {"status": Status.FORGOTTEN})], None
+
+    store.write(store.file_for("project"), host_forget)
+    assert text.encode() in project_path(store).read_bytes()
+    return rid
+
+
+def _text_anywhere(store: MemoryStore, text: str) -> list[str]:
+    directory = project_path(store).parent
+    return [p.name for p in directory.iterdir() if text.encode() in p.read_bytes()]
+
+
+def test_a_record_the_host_forgot_is_refused_without_claiming_its_text_is_gone(
+    alice_store: MemoryStore,
+) -> None:
+    rid = _forgotten_by_the_host(alice_store, "KEPT-BY-HOST")
+    for action in (lambda: alice_store.verify(rid), lambda: alice_store.edit(rid, 2, title="x")):
+        with pytest.raises(StoreError) as err:
+            action()
+        assert err.value.code == "FORGOTTEN"
+        assert "gone" not in err.value.message and "erased" not in err.value.message
+        assert "still in the file" in err.value.message
+
+
+def test_forget_of_a_record_the_host_forgot_erases_its_text(alice_store: MemoryStore) -> None:
+    rid = _forgotten_by_the_host(alice_store, "KEPT-BY-HOST")
+    dead = alice_store.forget(rid)
+    assert dead.title == f"Forgotten memory {sha256_hex(rid)[:12]}" and dead.tags == []
+    assert dead.governance.revision == 3
+    assert _text_anywhere(alice_store, "KEPT-BY-HOST") == []
+    assert [r.governance.revision for r in alice_store.history(rid)] == [3]
+    with pytest.raises(StoreError) as err:
+        alice_store.forget(rid)
+    assert err.value.code == "FORGOTTEN" and err.value.message.endswith("its text is erased")
+
+
+def test_compaction_erases_the_text_the_hosts_forget_kept(alice_store: MemoryStore) -> None:
+    rid = _forgotten_by_the_host(alice_store, "KEPT-BY-HOST")
+    other = alice_store.create("project", "fact", "Still here", "Kept content").id
+    result = alice_store.compact(alice_store.file_for("project"))
+    assert result.erased == 1
+    assert _text_anywhere(alice_store, "KEPT-BY-HOST") == []
+    forgotten = alice_store.get(rid)
+    assert forgotten.status is Status.FORGOTTEN and forgotten.title.startswith("Forgotten memory")
+    assert alice_store.get(other).content == "Kept content"
+    # Once erased, a second compaction has nothing more to erase.
+    assert alice_store.compact(alice_store.file_for("project")).erased == 0
 
 
 def test_forget_keeps_corrupt_pieces_of_the_record_out_of_the_backup(

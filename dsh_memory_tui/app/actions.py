@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import ErrorCode, StoreError
-from ..governance import Action, keep_refusal, refused
+from ..governance import Action, forgotten_error, is_erased, keep_refusal, refused
 from ..model import Record, Scope, Status, Verification
 from ..present import MARKER_HELP
 from ..review import safe_text
@@ -266,8 +266,9 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
             )
         return _forgotten(one, here.now)
     if action == "forget":
-        if one.status is Status.FORGOTTEN:
-            return (ErrorCode.FORGOTTEN, f"{one.id} is forgotten already")
+        if is_erased(one):  # the host's forget keeps the text: ours erases it then
+            error = forgotten_error(one)
+            return (error.code, error.message)
         return None
     if action == "keep":
         why = keep_refusal(one, here.group(one), here.now)

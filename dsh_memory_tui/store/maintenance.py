@@ -17,12 +17,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import team
 from ..errors import ErrorCode, StoreError
+from ..governance import tombstone_content, tombstone_title
 from ..jsonl import check_dir, check_path, read_file
 from ..model import (
     ForeignLine,
@@ -37,14 +39,24 @@ from ..model import (
     js_trim,
     loads_js,
     parse_lines,
-    sha256_hex,
 )
 from ..paths import StoreFile, StorePaths
-from . import writer
 from .view import FileView
+from .writer import Migrate, Rewrite
 
-if TYPE_CHECKING:
-    from .memory import MemoryStore
+# The view of a store file (``MemoryStore.view``).
+ViewOf = Callable[[StoreFile], FileView]
+Build = Callable[[FileView], tuple[list[Record], None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Repairs:
+    """What ``check --repair`` may write, each through the store's one path for it."""
+
+    rewrite: Callable[[StoreFile], bool]  # clean a file (compacted if oversized): still too big?
+    replace: Callable[[StoreFile, Callable[[bytes], bytes | None]], None]  # its bytes, remade
+    write: Callable[[StoreFile, Build], None]  # records appended
+
 
 _OLD_SESSION_NAME = re.compile(r"[0-9a-f]{64}\.jsonl")
 _OLD_REF_KINDS = {"record", "bundle"}
@@ -100,11 +112,8 @@ def _migration(obj: dict[str, Any], paths: StorePaths) -> list[str]:
         and not js_trim(str(obj.get("title", "")))
         and not js_trim(str(obj.get("content", "")))
     ):
-        obj["title"] = f"Forgotten memory {sha256_hex(str(obj.get('id')))[:12]}"
-        obj["content"] = (
-            "This memory was forgotten. Its title, content and tags were erased from this file "
-            "and its backup."
-        )
+        obj["title"] = tombstone_title(str(obj.get("id")))
+        obj["content"] = tombstone_content(None)
         obj["contentHash"] = content_hash(obj["content"])
         obj["tags"] = []
         fixed.append("an empty forget tombstone")
@@ -188,19 +197,33 @@ def _other_root(result: object, roots: dict[str, int]) -> str | None:
     return None
 
 
-def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> AdoptResult:
-    """Rewrite the file once, under its lock, with every line of another rootId (``from_root``,
-    or all of them) under this workspace's rootId instead: each line keeps its place and its
-    fields but the scopeKey, and so each record keeps its history (the old bytes go to the
-    ``.bak``). A line that would not be a
-    valid record here, or whose id this workspace (or a second former root) already has,
-    stays as it is; ``left`` says which and why.
+@dataclass(slots=True)
+class _Adoption:
+    """What one decision of ``adoption`` found, filled in as its rewrite reads the lines."""
+
+    adopted: dict[str, int] = field(default_factory=dict)
+    left: dict[str, str] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
+
+    def result(self, path: Path) -> AdoptResult:
+        return AdoptResult(path, dict(self.adopted), sorted(self.left.items()), list(self.ids))
+
+
+def adoption(
+    paths: StorePaths, from_root: str | None, migrate: Migrate
+) -> Callable[[FileView], tuple[Rewrite | None, _Adoption]]:
+    """The decision for ``MemoryStore.rewrite`` that adopts a file's lines of another rootId
+    (``from_root``, or all of them) under this workspace's rootId: each line keeps its place
+    and its fields but the scopeKey, and so each record keeps its history (the old bytes go to
+    the ``.bak``). A line that would not be a valid record here, or whose id this workspace (or
+    a second former root) already has, stays as it is; ``left`` says which and why.
+    ``migrate``: the store's, for the other lines. USAGE, NOT_FOUND.
     """
-    paths = store.paths
     if from_root is not None and from_root == paths.root_id:
         raise StoreError(ErrorCode.USAGE, f"{from_root} is this workspace's own rootId")
-    with view.safe.locked() as lock:
-        view.refresh()
+
+    def decide(view: FileView) -> tuple[Rewrite | None, _Adoption]:
+        found = _Adoption()
         roots = other_roots(view, paths)
         if from_root is not None:
             if from_root not in roots:
@@ -208,9 +231,8 @@ def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> A
                     ErrorCode.NOT_FOUND, f"{view.path} has no lines of {from_root} to adopt"
                 )
             roots = {from_root: roots[from_root]}
-        result = AdoptResult(view.path)
         if not roots:
-            return result
+            return None, found
         got = read_file(view.path)
         location = view.location
         entries = parse_lines((got[1] if got else b"").split(b"\n"), location)
@@ -230,47 +252,39 @@ def adopt(store: MemoryStore, view: FileView, from_root: str | None = None) -> A
                 clash[rid] = "this workspace has a record with that id"
             elif owner.setdefault(rid, former) != former:
                 clash[rid] = "lines of two former workspaces carry that id"
-        adopted: dict[str, int] = {}
-        left: dict[str, str] = dict(clash)
-        ids: list[str] = []
+        found.left.update(clash)
+        if not owner.keys() - clash.keys():
+            return None, found
 
-        def migrate(entry: ParsedLine, loc: Location) -> Record | None:
-            found = entry.result
-            former = _other_root(found, roots)
-            if former is not None:
-                rid = getattr(found, "id", None) or "(no id)"
-                if rid in clash:
-                    return None
-                obj = _foreign_object(entry)
-                if obj is None:
-                    left[rid] = "not a JSON object"
-                    return None
-                obj["scopeKey"] = loc.scope_key
-                try:
-                    record = _validate_value(obj, loc)
-                except RecordInvalid as exc:
-                    left[rid] = f"not a valid record here: {exc.reason}"
-                    return None
-                if not isinstance(record, Record):
-                    left[rid] = "from a newer schema: kept as it is"
-                    return None
-                adopted[former] = adopted.get(former, 0) + 1
-                if record.id not in ids:
-                    ids.append(record.id)
-                return record
-            return store._migrate(entry, loc)
+        def adopt_line(entry: ParsedLine, loc: Location) -> Record | None:
+            line = entry.result
+            former = _other_root(line, roots)
+            if former is None:
+                return migrate(entry, loc)
+            rid = getattr(line, "id", None) or "(no id)"
+            if rid in clash:
+                return None
+            obj = _foreign_object(entry)
+            if obj is None:
+                found.left[rid] = "not a JSON object"
+                return None
+            obj["scopeKey"] = loc.scope_key
+            try:
+                record = _validate_value(obj, loc)
+            except RecordInvalid as exc:
+                found.left[rid] = f"not a valid record here: {exc.reason}"
+                return None
+            if not isinstance(record, Record):
+                found.left[rid] = "from a newer schema: kept as it is"
+                return None
+            found.adopted[former] = found.adopted.get(former, 0) + 1
+            if record.id not in found.ids:
+                found.ids.append(record.id)
+            return record
 
-        if owner.keys() - clash.keys():
-            writer.rewrite(view, lock, clock=store.clock, compact=False, migrate=migrate)
-        return AdoptResult(view.path, adopted, sorted(left.items()), ids)
+        return Rewrite(migrate=adopt_line), found
 
-
-def compact(view: FileView, *, clock: Any, migrate: writer.Migrate) -> writer.CompactResult:
-    with view.safe.locked() as lock:
-        view.refresh()
-        if not view.exists:
-            return writer.CompactResult(view.path, 0, 0, 0, 0)
-        return writer.rewrite(view, lock, clock=clock, compact=True, migrate=migrate)
+    return decide
 
 
 def _migratable(view: FileView, paths: StorePaths) -> list[tuple[int, str]]:
@@ -291,21 +305,21 @@ def _migratable(view: FileView, paths: StorePaths) -> list[tuple[int, str]]:
     return out
 
 
-def _old_session_files(store: MemoryStore) -> list[Path]:
+def _old_session_files(paths: StorePaths) -> list[Path]:
     try:
-        names = os.listdir(store.paths.sessions_dir)
+        names = os.listdir(paths.sessions_dir)
     except OSError:
         return []
-    return sorted(store.paths.sessions_dir / n for n in names if _OLD_SESSION_NAME.fullmatch(n))
+    return sorted(paths.sessions_dir / n for n in names if _OLD_SESSION_NAME.fullmatch(n))
 
 
-def _move_old_session_file(store: MemoryStore, old: Path) -> Path:
+def _move_old_session_file(paths: StorePaths, view_of: ViewOf, old: Path) -> Path:
     """Give an old session file the host's name (the first 32 hex): renamed when no file has
     that name yet, else its lines appended to that file. Both locks held; nothing lost.
     """
     new = old.with_name(old.name[:32] + ".jsonl")
-    old_view = store.view(store.paths.session_file_at(old))
-    new_view = store.view(store.paths.session_file_at(new))
+    old_view = view_of(paths.session_file_at(old))
+    new_view = view_of(paths.session_file_at(new))
     with old_view.safe.locked(), new_view.safe.locked() as lock:
         got = read_file(old)
         data = got[1] if got else b""
@@ -339,17 +353,24 @@ def _move_old_session_file(store: MemoryStore, old: Path) -> Path:
     return new
 
 
-def check(store: MemoryStore, *, repair: bool = False) -> CheckReport:
-    """Corrupt lines, torn tails, oversized and unsafe files of every scope, and what an
-    earlier version of ours wrote (``migratable``).
+def check(
+    files: Sequence[StoreFile],
+    paths: StorePaths,
+    view_of: ViewOf,
+    *,
+    repair: Repairs | None = None,
+) -> CheckReport:
+    """Corrupt lines, torn tails, oversized and unsafe ``files``, what an earlier version of
+    ours wrote (``migratable``), and what a merge without our driver left in a shared file.
 
     A file whose last line has no newline is a torn tail only if its lock can be taken
-    (otherwise a write is in progress). With ``repair``: migratable lines are made host-valid,
-    corrupt lines and torn tails quarantined, oversized files compacted, old session files
-    renamed.
+    (otherwise a write is in progress). With ``repair`` (the store's writes), every file with
+    a problem is repaired (migratable lines made host-valid, corrupt lines and torn tails
+    quarantined, an oversized file compacted, git's conflict markers merged by record id) and
+    old session files are renamed.
     """
     report = CheckReport()
-    for old in _old_session_files(store):
+    for old in _old_session_files(paths):
         problem = Problem(
             old,
             None,
@@ -357,24 +378,24 @@ def check(store: MemoryStore, *, repair: bool = False) -> CheckReport:
             "a session file named by the full sha256 of its scopeKey (an earlier dsh-memory); "
             f"the host reads {old.name[:32]}.jsonl",
         )
-        if repair:
+        if repair is not None:
             try:
-                _move_old_session_file(store, old)
+                _move_old_session_file(paths, view_of, old)
                 problem = replace(problem, repaired=True)
             except StoreError as exc:
                 report.notes.append(f"{old}: not renamed: {exc.message}")
         report.problems.append(problem)
-    for file in store.files():
+    for file in files:
         report.files_checked += 1
         try:
-            _check_file(store, file, repair, report)
+            _check_file(view_of(file), paths, repair, report)
         except StoreError as exc:
             kind = "unsafe" if exc.code == ErrorCode.UNSAFE_PATH else "unreadable"
             report.problems.append(Problem(file.path, None, kind, exc.message))
     return report
 
 
-def _check_team(store: MemoryStore, view: FileView, repair: bool, report: CheckReport) -> bool:
+def _check_team(view: FileView, repair: Repairs | None, report: CheckReport) -> bool:
     """What a merge without our driver leaves in a shared file (a hosted CI merges with none):
     git's conflict markers (True: the rest of the file's checks wait for their repair), and
     a record's newest revision decided two ways. ``repair`` merges the marked sides by record
@@ -391,14 +412,15 @@ def _check_team(store: MemoryStore, view: FileView, repair: bool, report: CheckR
             "install so the next merge needs none"
         )
         repaired = False
-        if repair:
-            store._require_confirmation(view.file, True)
-            with view.safe.locked() as lock:
-                got = read_file(path)
-                data = got[1] if got else b""
-                merged = team.merge(*team.split_conflicts(data), view.location)
-                lock.ensure_ours()
-                view.safe.replace(merged.data, backup=data)
+        if repair is not None:
+            location = view.location
+
+            def merged(data: bytes) -> bytes | None:
+                if not team.conflict_marker_lines(data):
+                    return None
+                return team.merge(*team.split_conflicts(data), location).data
+
+            repair.replace(view.file, merged)
             view.refresh()
             repaired = True
         report.problems.extend(Problem(path, n, "conflict", how, repaired) for n in marked)
@@ -411,8 +433,8 @@ def _check_team(store: MemoryStore, view: FileView, repair: bool, report: CheckR
             "dsh-memory check --repair (a new unverified revision; a different content becomes "
             "a rival record, K keeps one)"
         )
-        report.problems.append(Problem(path, None, "divergent", how, repair))
-    if repair and split:
+        report.problems.append(Problem(path, None, "divergent", how, repair is not None))
+    if repair is not None and split:
 
         def build(v: FileView) -> tuple[list[Record], None]:
             out: list[Record] = []
@@ -421,22 +443,27 @@ def _check_team(store: MemoryStore, view: FileView, repair: bool, report: CheckR
                 out += [c.merged] + ([c.rival] if c.rival is not None else [])
             return out, None
 
-        store.write(view.file, build, confirm_shared=True)
+        repair.write(view.file, build)
     return False
 
 
-def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: CheckReport) -> None:
+def _check_file(
+    view: FileView,
+    paths: StorePaths,
+    repair: Repairs | None,
+    report: CheckReport,
+) -> None:
+    file = view.file
     check_dir(file.path.parent)
-    view = store.view(file)
     for path in view.safe.paths:
         check_path(path)
     view.refresh()
     if not view.exists:
         return
-    if file.scope is Scope.SHARED and _check_team(store, view, repair, report):
+    if file.scope is Scope.SHARED and _check_team(view, repair, report):
         return
     found: list[Problem] = []
-    migratable = dict(_migratable(view, store.paths))
+    migratable = dict(_migratable(view, paths))
     for bad in view.corrupt:
         if bad.line_no in migratable:
             continue
@@ -482,23 +509,13 @@ def _check_file(store: MemoryStore, file: StoreFile, repair: bool, report: Check
         report.notes.append(
             f"{file.path}: {len(view.future)} line(s) from a newer schema, kept as they are"
         )
-    foreign = {k: n for k, n in view.foreign.items() if k not in _old_keys(store.paths)}
+    foreign = {k: n for k, n in view.foreign.items() if k not in _old_keys(paths)}
     if foreign and not _OLD_SESSION_NAME.fullmatch(file.path.name):
         whose = "other users' profiles" if file.scope is Scope.USER else "other scopeKeys"
         report.notes.append(
             f"{file.path}: {sum(foreign.values())} line(s) of {whose}, kept as they are"
         )
-    if repair and found:
-        store._require_confirmation(file, True)
-        with view.safe.locked() as lock:
-            view.refresh()
-            writer.rewrite(
-                view,
-                lock,
-                clock=store.clock,
-                compact=view.read_only,
-                migrate=store._migrate,
-            )
-        still_big = view.read_only
+    if repair is not None and found:
+        still_big = repair.rewrite(file)
         found = [replace(p, repaired=not (p.kind == "oversized" and still_big)) for p in found]
     report.problems.extend(found)

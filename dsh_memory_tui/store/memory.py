@@ -4,7 +4,7 @@ the one write path (writer.py). Decisions about records live here; bytes do not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +17,10 @@ from ..governance import (
     conflict_rivals,
     display_conflict_groups,
     edited,
+    forgotten_error,
+    is_erased,
     keep_plan,
+    tombstone,
     transition,
 )
 from ..ids import MAX_NAMED, candidates
@@ -42,14 +45,13 @@ from ..model import (
     new_id,
     next_revision,
     now_ms,
-    sha256_hex,
 )
-from ..paths import StoreFile, StorePaths, lock_timeout
+from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
 from ..sources import Citation, Sources, snapshots_dir, with_citations
 from . import maintenance, writer
 from .view import FileChange, FileView
-from .writer import CompactResult
+from .writer import CompactResult, Rewrite
 
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
@@ -135,27 +137,6 @@ def merged_content(keep: Record, other: Record) -> str:
     return f"{keep.content.rstrip()}\n\n{other.content.strip()}"
 
 
-def tombstone(record: Record, now: int) -> Record:
-    """The host-valid forgotten record: a placeholder title and content that hold nothing of
-    the record (each tombstone's title is its own, so no two form a conflict group), unpinned,
-    without a review note or conflict group.
-    """
-    from ..present import when
-
-    title = f"Forgotten memory {sha256_hex(record.id)[:12]}"
-    content = (
-        f"This memory was forgotten on {when(now)} UTC. Its title, content and tags were "
-        "erased from this file and its backup."
-    )
-    return next_revision(
-        record,
-        now,
-        {"status": Status.FORGOTTEN, "title": title, "content": content, "tags": []},
-        None,
-        ("pinnedAt", "pinnedBy", "reviewNote", "conflictGroup"),
-    )
-
-
 class MemoryStore:
     """Every scope of one home, workspace and acting user.
 
@@ -177,6 +158,7 @@ class MemoryStore:
         self.clock = clock
         self._views: dict[Path, FileView] = {}
         self._scope_files: dict[Scope, StoreFile] = {}  # StorePaths never changes
+        self._host_problem: str | None = None  # host_cannot_open, once ("": none)
 
     @classmethod
     def open(
@@ -349,11 +331,35 @@ class MemoryStore:
     # ----------------------------------------------------------------- writing: core
 
     def _require_confirmation(self, file: StoreFile, confirm_shared: bool) -> None:
+        """What every write checks first: a file the host could open (``HOST_CANNOT_OPEN``),
+        and a confirmed shared write (``SHARED_WRITE_UNCONFIRMED``).
+        """
+        self._require_host_can_open(file)
         if file.scope is Scope.SHARED and not confirm_shared:
             raise StoreError(
                 ErrorCode.SHARED_WRITE_UNCONFIRMED,
                 f"writing to {file.path} changes what everyone sharing the project sees; "
                 "confirm it (--yes-shared)",
+            )
+
+    def _require_host_can_open(self, file: StoreFile) -> None:
+        """``HOST_CANNOT_OPEN`` for a file of this workspace (project, shared-project, or a
+        session of its rootId) when the host cannot open the workspace: what we wrote there it
+        would never show. Reading such a file works (to export it, or adopt it once renamed).
+        """
+        if self._host_problem is None:
+            why = host_cannot_open(self.paths.workspace)
+            self._host_problem = why or ""
+        if not self._host_problem:
+            return
+        key = file.scope_key or ""
+        if file.scope in (Scope.PROJECT, Scope.SHARED) or key.endswith(f"|{self.paths.root_id}"):
+            raise StoreError(
+                ErrorCode.HOST_CANNOT_OPEN,
+                f"the workspace path {self._host_problem}: the host cannot open this workspace "
+                f"(PROJECT_UNAVAILABLE), so it would never show what is written to "
+                f"{file.scope.value} memory here; nothing was written. Rename the directory "
+                "to a UTF-8 name, then `dsh-memory adopt` brings its records along",
             )
 
     def write(
@@ -362,16 +368,32 @@ class MemoryStore:
         build: Callable[[FileView], tuple[list[Record], T]],
         *,
         confirm_shared: bool = False,
-        prepared: tuple[Record, bytes] | None = None,
+        about: Collection[str] | None = None,
     ) -> T:
-        """Run ``build`` on the freshly refreshed view with the file's lock held and append
-        the records it returns, in one fsynced write. ``build`` may raise ``StoreError``.
-        ``prepared``: a record built before the lock with its line (``writer.write``).
+        """Append the records ``build`` returns for the freshly refreshed view, in one fsynced
+        write, holding the file's lock only for the append (``writer.write``: ``build`` may
+        run again if another writer got in first; it may raise ``StoreError``). ``about``:
+        the only ids whose records ``build`` reads, when that is so.
         """
         self._require_confirmation(file, confirm_shared)
         return writer.write(
-            self.view(file), build, clock=self.clock, migrate=self._migrate, prepared=prepared
+            self.view(file), build, clock=self.clock, migrate=self._migrate, about=about
         )
+
+    def rewrite(
+        self,
+        file: StoreFile,
+        decide: Callable[[FileView], tuple[Rewrite | None, T]],
+        *,
+        confirm_shared: bool = False,
+    ) -> tuple[T, CompactResult | None]:
+        """The one locked rewrite (forget, compact, adopt, repair): confirm a shared write,
+        decide on the freshly refreshed view (``decide`` returns what to do, or None for
+        nothing, and a value), stage the replacement, then take the lock for its renames
+        alone (``writer.rewrite``). Returns the value and what the rewrite did.
+        """
+        self._require_confirmation(file, confirm_shared)
+        return writer.rewrite(self.view(file), decide, clock=self.clock, migrate=self._migrate)
 
     def _migrate(self, entry: ParsedLine, location: Location) -> Record | None:
         return maintenance.migrate_line(entry, location, self.paths)
@@ -391,19 +413,12 @@ class MemoryStore:
         matches another record of its type (other content) gets their conflict group.
         """
 
-        # Built and checked before the lock, which is then held for the append alone. A
-        # session file found on disk learns its scopeKey under the lock: built there then.
         self._require_confirmation(file, confirm_shared)
-        early = make(file.scope_key) if file.scope_key is not None else None
-        prepared = (early, checked_line(early, file.location)) if early is not None else None
 
         def build(view: FileView) -> tuple[list[Record], WriteResult]:
-            key = view.scope_key or file.scope_key or ""
-            if early is not None and early.scopeKey == key:
-                record = early
-            else:
-                record = make(key)
-                checked_line(record, view.location)  # refused here even if nothing is written
+            # A session file found on disk learns its scopeKey from its first line.
+            record = make(view.scope_key or file.scope_key or "")
+            checked_line(record, view.location)  # refused here even if nothing is written
             existing = view.find_duplicate(record.type, record.contentHash)
             if existing is not None:
                 refs = merge_refs(existing.governance.sourceRefs, record.governance.sourceRefs)
@@ -433,7 +448,7 @@ class MemoryStore:
                 record.governance.__pydantic_fields_set__.add("conflictGroup")
             return [record], WriteResult(record.id, True, record)
 
-        return self.write(file, build, confirm_shared=confirm_shared, prepared=prepared)
+        return self.write(file, build, confirm_shared=confirm_shared)
 
     def _new(
         self,
@@ -561,7 +576,7 @@ class MemoryStore:
             new = change(view, current)
             return ([new], new) if new is not None else ([], current)
 
-        return self.write(view.file, build, confirm_shared=confirm_shared)
+        return self.write(view.file, build, confirm_shared=confirm_shared, about=[record_id])
 
     def edit(
         self,
@@ -758,22 +773,26 @@ class MemoryStore:
             self._require_confirmation(file, confirm_shared)
         out: list[Record] = []
         skipped: list[tuple[str, str]] = []
+        Batch = tuple[list[Record], list[tuple[str, str]]]
         for file, ids in by_file.values():
 
-            def build(view: FileView, ids: list[str] = ids) -> tuple[list[Record], list[Record]]:
+            def build(view: FileView, ids: list[str] = ids) -> tuple[list[Record], Batch]:
                 new: list[Record] = []
+                passed: list[tuple[str, str]] = []
                 for record_id in ids:
                     current = view.current.get(record_id)
                     if current is None:
-                        skipped.append((record_id, "not found"))
+                        passed.append((record_id, "not found"))
                         continue
                     try:
                         new.append(self._transition(action, current, reason))
                     except StoreError as exc:
-                        skipped.append((record_id, exc.message))
-                return new, new
+                        passed.append((record_id, exc.message))
+                return new, (new, passed)
 
-            out.extend(self.write(file, build, confirm_shared=confirm_shared))
+            written, passed = self.write(file, build, confirm_shared=confirm_shared, about=ids)
+            out.extend(written)
+            skipped.extend(passed)
         return out, skipped
 
     def keep(
@@ -931,8 +950,8 @@ class MemoryStore:
     ) -> maintenance.AdoptResult:
         """Take a moved or copied project's records into this workspace: the lines of this
         project (or shared-project) file keyed to another rootId (``from_root``, or every
-        other one) get this workspace's rootId, in one locked rewrite that keeps each line,
-        and so each record's history (``maintenance.adopt``). The host then shows them.
+        other one) get this workspace's rootId, in one rewrite that keeps each line, and so
+        each record's history (``maintenance.adoption``). The host then shows them.
         """
         if file.scope not in (Scope.PROJECT, Scope.SHARED):
             raise StoreError(
@@ -941,32 +960,32 @@ class MemoryStore:
             )
         view = self.view(file)
         view.refresh()
-        if maintenance.other_roots(view, self.paths):
-            self._require_confirmation(file, confirm_shared)
-        return maintenance.adopt(self, view, from_root)
+        confirm = confirm_shared or not maintenance.other_roots(view, self.paths)
+        decide = maintenance.adoption(self.paths, from_root, self._migrate)
+        adoption, _ = self.rewrite(file, decide, confirm_shared=confirm)
+        return adoption.result(view.path)
 
     def forget(
         self, record_id: str, *, base_revision: int | None = None, confirm_shared: bool = False
     ) -> Record:
         """Tombstone the record (a host-valid placeholder in place of its title, content and
-        tags) and erase its earlier lines from the file and its .bak in the same atomic
-        rewrite. Other records keep their history.
+        tags) and erase its earlier lines from the file and its .bak in the same rewrite. A
+        record the host forgot still holds its text: forgetting it here erases it. Other
+        records keep their history. FORGOTTEN when its text is erased already.
         """
         view, _ = self.locate(record_id)
-        self._require_confirmation(view.file, confirm_shared)
-        view.refresh()
-        with view.safe.locked() as lock:
-            view.refresh()
+
+        def decide(view: FileView) -> tuple[Rewrite, Record]:
             current = view.current.get(record_id)
             if current is None:
                 raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
             self._check_base(current, base_revision)
-            _not_forgotten(current)
+            if is_erased(current):
+                raise forgotten_error(current)
             dead = tombstone(current, self.clock())
-            writer.rewrite(
-                view, lock, clock=self.clock, compact=False, forget=dead, migrate=self._migrate
-            )
-        return dead
+            return Rewrite(forget=dead), dead
+
+        return self.rewrite(view.file, decide, confirm_shared=confirm_shared)[0]
 
     def copy(
         self,
@@ -1019,16 +1038,46 @@ class MemoryStore:
 
     def compact(self, file: StoreFile, *, confirm_shared: bool = False) -> CompactResult:
         """Keep each id's current line (foreign and newer-schema lines verbatim), after
-        quarantining corrupt lines; works on a file over the cap too (the only way to shrink it).
+        quarantining corrupt lines, and erase the text the host's forget keeps; works on a file
+        over the cap too (the only way to shrink it).
         """
-        self._require_confirmation(file, confirm_shared)
-        return maintenance.compact(self.view(file), clock=self.clock, migrate=self._migrate)
+
+        def decide(view: FileView) -> tuple[Rewrite | None, None]:
+            return (Rewrite(compact=True) if view.exists else None), None
+
+        done = self.rewrite(file, decide, confirm_shared=confirm_shared)[1]
+        return done or CompactResult(file.path, 0, 0, 0, 0)
 
     def check(self, *, repair: bool = False) -> maintenance.CheckReport:
         """Corrupt lines, torn tails, oversized and unsafe files of every scope, and files an
         earlier version of this program wrote (``maintenance.check``).
         """
-        return maintenance.check(self, repair=repair)
+
+        def clean(file: StoreFile) -> bool:
+            """Rewrite a file with problems (compacted if oversized); True if still too big."""
+
+            def decide(view: FileView) -> tuple[Rewrite | None, None]:
+                return (Rewrite(compact=view.read_only) if view.exists else None), None
+
+            self.rewrite(file, decide, confirm_shared=True)
+            return self.view(file).read_only
+
+        def remake(file: StoreFile, how: Callable[[bytes], bytes | None]) -> None:
+            self._require_confirmation(file, True)
+            writer.replace_bytes(self.view(file), how, clock=self.clock)
+
+        def append(file: StoreFile, build: maintenance.Build) -> None:
+            self.write(file, build, confirm_shared=True)
+
+        repairs = maintenance.Repairs(clean, remake, append) if repair else None
+        report = maintenance.check(self.files(), self.paths, self.view, repair=repairs)
+        why = host_cannot_open(self.paths.workspace)
+        if why is not None:
+            report.notes.append(
+                f"the workspace path {why}: the host cannot open this workspace; its project, "
+                "shared-project and session files are read here but not written"
+            )
+        return report
 
 
 def _enum(kind: type[T], value: Any, name: str) -> T:
@@ -1043,4 +1092,4 @@ def _enum(kind: type[T], value: Any, name: str) -> T:
 
 def _not_forgotten(record: Record) -> None:
     if record.status is Status.FORGOTTEN:
-        raise StoreError(ErrorCode.FORGOTTEN, f"{record.id} was forgotten; its content is gone")
+        raise forgotten_error(record)

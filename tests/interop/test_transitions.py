@@ -22,10 +22,17 @@ import pytest
 
 from dsh_memory_tui import cli
 from dsh_memory_tui.errors import StoreError
-from dsh_memory_tui.governance import Action, refusal, transition
+from dsh_memory_tui.governance import (
+    Action,
+    forgotten_error,
+    is_erased,
+    refusal,
+    tombstone,
+    tombstone_title,
+    transition,
+)
 from dsh_memory_tui.model import Location, Record, Scope, parse_line
 from dsh_memory_tui.store import MemoryStore
-from dsh_memory_tui.store.memory import tombstone
 
 from .corpus import REPO_ROOT, CaseDirs, make_case_dirs
 from .transitions import (
@@ -53,9 +60,9 @@ def _record(case: Case, root: str = "root:" + "ab" * 32) -> Record:
 def _ours(record: Record, action: str, now: int) -> Record:
     """Our answer to ``action``: the transition, or our forget's tombstone."""
     if action == "forget":
-        if record.status.value == "forgotten":
-            raise StoreError("FORGOTTEN", f"{record.id} was forgotten; its content is gone")
-        return tombstone(record, now)
+        if is_erased(record):
+            raise forgotten_error(record)
+        return tombstone(record, now)  # a record the host forgot: its kept text is erased
     return transition(record, Action(action), now)
 
 
@@ -85,7 +92,19 @@ def test_the_library_gives_the_hosts_transition(case: Case) -> None:
             assert case.difference is not None  # a refusal the host would not make: documented
         return
     new = _ours(record, case.action, NOW)
+    if case.erases:
+        _assert_erased(record.to_json(), new.to_json())
+        return
     assert outcome(new.to_json()) == {k: case.pure[k] for k in ("status", "governance", "useCount")}
+
+
+def _assert_erased(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """A record the host forgot (its text kept), forgotten by us: our tombstone, next revision."""
+    assert after["status"] == "forgotten" and after["tags"] == []
+    assert after["title"] == tombstone_title(before["id"])
+    assert before["content"] not in after["content"] and before["title"] not in after["content"]
+    assert after["governance"]["revision"] == before["governance"]["revision"] + 1
+    assert "pinnedAt" not in after["governance"]
 
 
 # ----------------------------------------------------------------------------- the CLI
@@ -125,6 +144,11 @@ def test_the_cli_gives_the_hosts_transition(
     before = _lines_of(cli_store, case.id)
     t0 = MemoryStore.open(cli_store.home, cli_store.workspace, "alice").clock()
     rc, out, err = _cli(cli_store, capsys, case.action, case.id)
+    if case.erases and before[-1]["title"] == tombstone_title(case.id):
+        # Every rewrite of ours erases what the host's forget kept: an earlier case's did.
+        assert rc == 1 and err.startswith("error[FORGOTTEN]: ") and "text is erased" in err
+        assert _lines_of(cli_store, case.id) == before
+        return
     t1 = MemoryStore.open(cli_store.home, cli_store.workspace, "alice").clock()
     after = _lines_of(cli_store, case.id)
     if case.our_code is not None:
@@ -136,6 +160,9 @@ def test_the_cli_gives_the_hosts_transition(
     assert out.splitlines()[-1] == case.id
     assert len(after) == (1 if case.action == "forget" else len(before) + 1)  # forget erases
     new = after[-1]
+    if case.erases:
+        _assert_erased(before[-1], new)
+        return
     assert outcome(new) == expected_outcome(case.domain, new, t0, t1)
     if case.action in ("verify", "reject", "reverify"):
         assert new["governance"]["reviewedBy"] == "alice"  # our review extra, host-ignored
@@ -179,6 +206,8 @@ def test_the_host_reads_every_transition_we_wrote(dirs: CaseDirs, host: Any) -> 
     t0 = store.clock()
     allowed = [c for c in COMMAND_CASES if c.our_code is None]
     for case in allowed:
+        if case.erases and is_erased(store.get(case.id)):
+            continue  # every rewrite of ours erases what the host's forget kept: done already
         if case.action == "forget":
             store.forget(case.id)
         else:
@@ -190,10 +219,18 @@ def test_the_host_reads_every_transition_we_wrote(dirs: CaseDirs, host: Any) -> 
     assert len(by_id) == len(COMMAND_CASES)
     for case in allowed:
         got = by_id[case.id]
+        if case.erases:
+            _assert_erased(case.with_root(dirs.root_id), got)
+            continue
         assert outcome(got) == expected_outcome(case.domain, got, t0, t1), case.name
     for case in COMMAND_CASES:
-        if case.our_code is not None:  # refused: the host still sees the starting record
-            assert by_id[case.id] == case.with_root(dirs.root_id), case.name
+        if case.our_code is None:
+            continue
+        start = case.with_root(dirs.root_id)
+        if case.record["status"] == "forgotten":  # refused, and its kept text erased by a forget
+            _assert_erased(start, by_id[case.id])
+        else:  # refused: the host still sees the starting record
+            assert by_id[case.id] == start, case.name
 
 
 # ----------------------------------------------------------------------------- edits

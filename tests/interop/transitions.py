@@ -61,12 +61,19 @@ class Case:
         return difference(self.record, self.action)
 
     @property
+    def erases(self) -> bool:
+        """Our forget of a record the host forgot: its text, which the host keeps, is erased."""
+        return self.action == "forget" and self.record["status"] == "forgotten"
+
+    @property
     def we_allow(self) -> bool:
-        return self.host_allows and self.record["status"] != "forgotten"
+        return (self.host_allows and self.record["status"] != "forgotten") or self.erases
 
     @property
     def our_code(self) -> str | None:
         """The error code of our refusal, None when we allow it."""
+        if self.erases:
+            return None
         if self.record["status"] == "forgotten":
             return "FORGOTTEN"  # docs/host.md: every action on a forgotten record is refused
         if self.host_allows:
@@ -75,6 +82,11 @@ class Case:
 
 
 def difference(record: dict[str, Any], action: str) -> str | None:
+    if record["status"] == "forgotten" and action == "forget":
+        return (
+            "the host refuses to forget a forgotten record (INVALID_TRANSITION), whose text its "
+            "forget kept; ours erases that text (our tombstone, the next revision)"
+        )
     if record["status"] == "forgotten":
         return (
             "an action on a forgotten record is refused (FORGOTTEN); the host allows "
