@@ -107,3 +107,26 @@ class HostHarness:
                 raise HostError(f"{' '.join(cmd)}: no JSON on stdout\n{done.stdout}") from None
             return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
         return output if check else {"rc": done.returncode, **output}
+
+    def propose(
+        self,
+        title: str,
+        content: str,
+        *,
+        home: Path | str,
+        workspace: Path | str,
+        check: bool = True,
+    ) -> dict[str, Any]:
+        """A project proposal through the host's ``proposeMemory`` (a fact): its output."""
+        return self.run(
+            "propose",
+            "--type",
+            "fact",
+            "--title",
+            title,
+            "--content",
+            content,
+            home=home,
+            workspace=workspace,
+            check=check,
+        )

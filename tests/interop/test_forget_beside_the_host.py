@@ -20,19 +20,7 @@ SECRET = "the deploy key is SECRET-4711"
 def _host_forgotten(host: HostHarness, dirs: CaseDirs) -> tuple[str, str]:
     """A record and a neighbour, proposed by the host; the record forgotten by the host."""
     ids = [
-        str(
-            host.run(
-                "propose",
-                "--type",
-                "fact",
-                "--title",
-                title,
-                "--content",
-                content,
-                home=dirs.home,
-                workspace=dirs.workspace,
-            )["id"]
-        )
+        str(host.propose(title, content, home=dirs.home, workspace=dirs.workspace)["id"])
         for title, content in ((f"Key {SECRET}", SECRET), ("Neighbour", "Stays as it is"))
     ]
     host.run("forget", ids[0], home=dirs.home, workspace=dirs.workspace)

@@ -27,17 +27,8 @@ from .host import HostHarness
 
 
 def _propose(host: HostHarness, dirs: CaseDirs, title: str) -> dict[str, object]:
-    return host.run(
-        "propose",
-        "--type",
-        "fact",
-        "--title",
-        title,
-        "--content",
-        f"{title} content",
-        home=dirs.home,
-        workspace=dirs.workspace,
-        check=False,
+    return host.propose(
+        title, f"{title} content", home=dirs.home, workspace=dirs.workspace, check=False
     )
 
 

@@ -318,18 +318,7 @@ def test_an_edit_follows_the_hosts_rules(
 
 
 def _host_propose(host: Any, dirs: CaseDirs, title: str, content: str) -> str:
-    made = host.run(
-        "propose",
-        "--type",
-        "fact",
-        "--title",
-        title,
-        "--content",
-        content,
-        home=dirs.home,
-        workspace=dirs.workspace,
-    )
-    return str(made["id"])
+    return str(host.propose(title, content, home=dirs.home, workspace=dirs.workspace)["id"])
 
 
 def test_keep_this_version_of_a_host_written_conflict_group(
