@@ -18,7 +18,7 @@ from dsh_memory_tui.app.actions import (
     pin_action,
     refusal,
 )
-from dsh_memory_tui.governance import Action
+from dsh_memory_tui.governance import Action, tombstone
 from dsh_memory_tui.model import Scope, Status, Verification
 from dsh_memory_tui.store import MemoryStore
 
@@ -43,7 +43,9 @@ def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> MemoryStore:
 
 def test_the_table_splits_as_the_host_and_our_refusals_say() -> None:
     allowed = sum(c.our_code is None for c in APP_CASES)
-    assert (allowed, len(APP_CASES) - allowed) == (68, 128)
+    # 68 the host allows and we do, and our forget of the 8 forgotten states (the host's
+    # forget kept their text: ours erases it; the host refuses).
+    assert (allowed, len(APP_CASES) - allowed) == (76, 120)
 
 
 @pytest.mark.parametrize("case", APP_CASES, ids=lambda c: c.name)
@@ -134,28 +136,29 @@ def test_edit_and_copy_take_one_record_and_session_records_are_not_edited(
     assert refusal("copy", [session], here) is None
 
 
-def test_a_forgotten_record_cannot_be_edited_copied_or_forgotten_again(
+def test_a_forgotten_record_cannot_be_edited_or_copied_and_is_forgotten_again_to_erase_it(
     alice_store: MemoryStore,
 ) -> None:
+    # The host's forget keeps the text: ours may forget it again, which erases it.
     forgotten = alice_store.get(PROPOSAL).model_copy(update={"status": Status.FORGOTTEN})
     here = Here(now=alice_store.clock())
     for action in ("edit", "copy"):
-        assert refusal(action, [forgotten], here) == (
-            "FORGOTTEN",
-            f"{PROPOSAL} was forgotten; its content is gone",
-        )
-    assert refusal("forget", [forgotten], here) == (
+        why = refusal(action, [forgotten], here)
+        assert why is not None and why[0] == "FORGOTTEN" and "still in the file" in why[1]
+    assert refusal("forget", [forgotten], here) is None
+    erased = tombstone(alice_store.get(PROPOSAL), alice_store.clock())
+    assert refusal("forget", [erased], here) == (
         "FORGOTTEN",
-        f"{PROPOSAL} is forgotten already",
+        f"{PROPOSAL} was forgotten; its text is erased",
     )
 
 
 def test_forget_and_keep_act_on_the_first_record_only(alice_store: MemoryStore) -> None:
     proposal = alice_store.get(PROPOSAL)
-    forgotten = proposal.model_copy(update={"status": Status.FORGOTTEN})
+    erased = tombstone(proposal, alice_store.clock())
     here = Here(now=alice_store.clock())
-    assert refusal("forget", [proposal, forgotten], here) is None
-    assert refusal("forget", [forgotten, proposal], here) is not None
+    assert refusal("forget", [proposal, erased], here) is None
+    assert refusal("forget", [erased, proposal], here) is not None
 
 
 def test_keep_needs_an_open_conflict_group(alice_store: MemoryStore) -> None:

@@ -29,6 +29,7 @@ from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.agent import AgentScreen
 from dsh_memory_tui.app.screens.conflict import ConflictScreen
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, ReasonDialog
+from dsh_memory_tui.governance import tombstone_content, tombstone_title
 from dsh_memory_tui.model import Verification
 from dsh_memory_tui.present import CONFLICT_MARK, EXPIRED_MARK, PINNED_MARK
 from dsh_memory_tui.store import MemoryStore
@@ -213,10 +214,33 @@ async def test_each_key_writes_what_the_rules_allow_and_says_why_they_refuse(
             t1 = app.store.clock()
             assert outcome(new) == expected_outcome(case.domain, new, t0, t1), case.name
             written += 1
+    # Forget is refused only on our own tombstone (the table's forgotten records hold the text
+    # the host's forget kept: forgetting them erases it): test_forget_of_an_erased_record_...
     assert {(c.action, c.our_code is None) for c in PER_KEY} == {
         (action, allowed) for action in KEYS for allowed in (True, False)
-    }
-    assert (written, refused) == (len(KEYS), len(KEYS))
+    } - {("forget", False)}
+    assert (written, refused) == (len(KEYS), len(KEYS) - 1)
+
+
+async def test_forget_of_an_erased_record_says_its_text_is_erased(tmp_path: Path) -> None:
+    dirs = make_case_dirs(tmp_path)
+    gone = record(dirs, "memory:gone", "x", tombstone_content(None))
+    gone |= {"title": tombstone_title("memory:gone"), "tags": [], "status": "forgotten"}
+    data = write_project(dirs, [gone])
+    app = make_app(dirs)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("A")  # archived and forgotten too
+        await wait_for(pilot, lambda: table_keys(app, "project") == ["memory:gone"])
+        before = data.read_bytes()
+        await pilot.press(KEYS["forget"])
+        await wait_for(pilot, lambda: app.told, what="the refusal")
+        title, message, _ = app.told[-1]
+        assert (
+            title == "error[FORGOTTEN]"
+            and message == "memory:gone was forgotten; its text is erased"
+        )
+        assert data.read_bytes() == before
 
 
 async def test_a_refused_action_in_the_palette_says_why(tmp_path: Path) -> None:
