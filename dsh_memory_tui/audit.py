@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 AUDIT_DIR = "audit"
 AUDIT_FILE = "audit.jsonl"
 MAX_BYTES_ENV = "DSH_AUDIT_MAX_BYTES"
+AUDIT_ENV = "DSH_AUDIT"  # "off": dsh-memory mcp writes no entries (it says so at its start)
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 KEEP = 3  # rotated files kept: audit.1.jsonl (newest) ... audit.3.jsonl
 STALE_LOCK_S = 60  # a rotation lock this old was left by a process that died

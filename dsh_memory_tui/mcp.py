@@ -47,7 +47,7 @@ from .agent_view import (
     mark_used,
     served_files,
 )
-from .audit import AuditLog, safe_append, served_entry
+from .audit import AUDIT_ENV, AuditLog, safe_append, served_entry
 from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
 from .sources import Citation
@@ -566,7 +566,8 @@ def serve(
     answer may take (``agent_view.budget_bytes``: the flag, the environment, the default).
     """
     limit = budget_bytes(budget)
-    audit = AuditLog(store.paths.home)
+    # DSH_AUDIT=off: no entries (bench_mcp.py measures the audit's cost against it).
+    audit = None if os.environ.get(AUDIT_ENV) == "off" else AuditLog(store.paths.home)
     load_sdk()
     memory = MemoryServer(
         store,
@@ -586,7 +587,7 @@ def serve(
     print(
         f"dsh-memory mcp: workspace {store.paths.workspace}, user {store.user_id}, session "
         f"{memory.session_id}{', shared-project included' if include_shared else ''}, "
-        f"budget {limit:,} bytes, audit {audit.path}",
+        f"budget {limit:,} bytes, audit {audit.path if audit else 'off'}",
         file=sys.stderr,
         flush=True,
     )

@@ -16,7 +16,10 @@ the time from ``ClientSession.call_tool`` to its result, in the client.
 - search again: the same searches once more (every use already written: reads only);
 - list: ``--calls`` lists (pinned first, 100 records);
 - idle CPU: the server's utime + stime from ``/proc/<pid>/stat`` over ``--idle`` seconds with
-  no request, after the calls.
+  no request, after the calls;
+- the audit's cost: two more servers on the same store, one writing the audit log and one with
+  ``DSH_AUDIT=off``, ``--calls`` lists each, alternating (one on, one off) so both see the same
+  machine load; their p50s and the ratio.
 """
 
 from __future__ import annotations
@@ -236,6 +239,44 @@ async def run(args: argparse.Namespace, root: Path) -> None:
         f"project lines appended during the run: {appended} ({args.calls} proposals + use counts)"
     )
     print(f"idle CPU over {idle:.1f} s: {cpu:.3f} s ({100 * cpu / idle:.2f} % of one core)")
+    await audit_cost(args, params, root)
+
+
+async def audit_cost(args: argparse.Namespace, params: StdioServerParameters, root: Path) -> None:
+    """List p50 with the audit and without it (``DSH_AUDIT=off``), calls alternating."""
+    env_on = dict(params.env or {})
+    env_off = {**env_on, "DSH_AUDIT": "off"}
+    on = params.model_copy(update={"env": env_on, "args": [*params.args[:-1], "audit-on"]})
+    off = params.model_copy(update={"env": env_off, "args": [*params.args[:-1], "audit-off"]})
+    log = root / "home" / "audit" / "audit.jsonl"
+    with open(root / "server-audit.log", "w") as errlog:
+        async with (
+            stdio_client(on, errlog=errlog) as (read_on, write_on),
+            ClientSession(read_on, write_on) as with_audit,
+            stdio_client(off, errlog=errlog) as (read_off, write_off),
+            ClientSession(read_off, write_off) as without,
+        ):
+            await with_audit.initialize()
+            await without.initialize()
+            for _ in range(5):  # warm up; the first list also writes the use counts
+                await with_audit.call_tool("workspace_memory_list", {})
+                await without.call_tool("workspace_memory_list", {})
+            entries_before = sum(1 for _ in log.open("rb")) if log.exists() else 0
+            times: dict[str, list[float]] = {"list audited": [], "list unaudited": []}
+            for _ in range(args.calls):
+                for name, session in (("list audited", with_audit), ("list unaudited", without)):
+                    t = time.perf_counter()
+                    result = await session.call_tool("workspace_memory_list", {})
+                    times[name].append(time.perf_counter() - t)
+                    assert not result.is_error, result
+    entries = sum(1 for _ in log.open("rb")) - entries_before
+    for name, values in times.items():
+        print(summary(name, values))
+    ratio = statistics.median(times["list audited"]) / statistics.median(times["list unaudited"])
+    print(
+        f"audit cost: list p50 with the audit / without = {ratio:.3f}x "
+        f"({entries} entries appended, {log.stat().st_size / 1e6:.2f} MB log)"
+    )
 
 
 def main() -> int:
