@@ -20,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent, TextArea
 
 from ... import lint
+from ...audit import record_receipt
 from ...errors import ErrorCode, StoreError
 from ...governance import refused
 from ...model import Record, Scope, Status
@@ -696,14 +697,20 @@ class MainScreen(Screen[None]):
         )
 
     def action_agent_view(self) -> None:
-        from .agent import AgentScreen, scope_views
+        from .agent import AgentData, AgentScreen, agent_data
 
         app = self.memory
 
-        def show(views: list[Any]) -> None:
+        def read() -> AgentData:
+            return agent_data(app.store, app.session)
+
+        def reload(show: Callable[[AgentData], None]) -> None:  # after a lever's write
+            app.run_read(read, show, refused)
+
+        def show(data: AgentData) -> None:
             app.flags.agent_view_due = False
             if self.is_active:  # not under a dialog opened meanwhile
-                app.push_screen(AgentScreen(views))
+                app.push_screen(AgentScreen(data, reload))
 
         def refused(exc: StoreError) -> None:
             app.flags.agent_view_due = False
@@ -713,7 +720,7 @@ class MainScreen(Screen[None]):
             return  # W pressed again while it reads
         app.flags.agent_view_due = True
         # Read in a worker, after any write the app is running (run_read).
-        app.run_read(lambda: scope_views(app.store, app.session), show, refused)
+        app.run_read(read, show, refused)
 
     def action_copy_id(self) -> None:
         """``y``: the cursor's record id to the clipboard (Textual's copy: OSC 52, which the
@@ -765,16 +772,26 @@ class MainScreen(Screen[None]):
                     keys=[record.id],
                 )
 
-        app.push_screen(
-            ConfirmDialog(
-                "Forget this record?",
-                f"“{record.title}”\nIts title, content and tags are erased from "
-                f"{app.index[record.id].path} and its backup, for good. Other records keep "
-                "their history.",
-                "Forget",
-                danger=True,
-            ),
-            answered,
+        def ask(receipt: list[str]) -> None:  # where the record already went (the audit)
+            if not self.is_active:
+                return  # a dialog opened meanwhile
+            app.push_screen(
+                ConfirmDialog(
+                    "Forget this record?",
+                    f"“{record.title}”\nIts title, content and tags are erased from "
+                    f"{app.index[record.id].path} and its backup, for good. Other records keep "
+                    "their history.\n" + "\n".join(receipt),
+                    "Forget",
+                    danger=True,
+                ),
+                answered,
+            )
+
+        def unread(exc: StoreError) -> None:
+            ask([f"where it already went is unknown: {exc.message}"])
+
+        app.run_read(
+            lambda: record_receipt(app.store.paths.home, record.id, app.store.clock()), ask, unread
         )
 
     def _save_form(
