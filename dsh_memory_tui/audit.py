@@ -288,6 +288,23 @@ def asked_text(entry: dict[str, Any]) -> str:
     return " ".join([tool, *args])
 
 
+ROW_HEADERS = ("time (UTC)", "kind", "session", "client / path", "asked", "records", "bytes")
+
+
+def entry_row(entry: dict[str, Any]) -> list[str]:
+    """One entry as a row under ``ROW_HEADERS``, every field passed through ``visible``."""
+    where = client_text(entry) if entry["kind"] == SERVED else str(entry.get("path"))
+    return [
+        when(entry["at"], "%Y-%m-%d %H:%M:%S"),
+        entry["kind"],
+        visible(str(entry.get("session") or "-")),
+        visible(where),
+        visible(asked_text(entry)),
+        str(len(entry.get("records", []))),
+        str(entry.get("bytes", "")),
+    ]
+
+
 _SINCE_UNITS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
 
 
@@ -352,24 +369,72 @@ class Trail:
         return bool(self.served or self.exports)
 
 
+def add_entry(out: dict[str, Trail], entry: dict[str, Any]) -> None:
+    """Count ``entry`` in the trail of each record it names."""
+    at = entry["at"]
+    for rid in entry_ids(entry):
+        trail = out.setdefault(rid, Trail())
+        if entry["kind"] == EXPORTED:
+            trail.exports.append((at, str(entry.get("path"))))
+            continue
+        trail.served += 1
+        trail.last_served = max(at, trail.last_served or at)
+        session = entry.get("session")
+        if isinstance(session, str):
+            trail.sessions[session] = max(at, trail.sessions.get(session, at))
+        name = client_text(entry)
+        trail.clients[name] = max(at, trail.clients.get(name, at))
+
+
 def trails(entries: Iterable[dict[str, Any]]) -> dict[str, Trail]:
     """Each record id's ``Trail`` over ``entries``."""
     out: dict[str, Trail] = {}
     for entry in entries:
-        at = entry["at"]
-        for rid in entry_ids(entry):
-            trail = out.setdefault(rid, Trail())
-            if entry["kind"] == EXPORTED:
-                trail.exports.append((at, str(entry.get("path"))))
-                continue
-            trail.served += 1
-            trail.last_served = max(at, trail.last_served or at)
-            session = entry.get("session")
-            if isinstance(session, str):
-                trail.sessions[session] = max(at, trail.sessions.get(session, at))
-            name = client_text(entry)
-            trail.clients[name] = max(at, trail.clients.get(name, at))
+        add_entry(out, entry)
     return out
+
+
+class AuditIndex:
+    """Each record's trail, kept current by reading only what was appended to the log since
+    the last ``refresh`` (one ``stat`` when nothing was); a rotation reads it all again.
+    The app's detail pane asks it on every record it shows.
+    """
+
+    def __init__(self, log: AuditLog) -> None:
+        self.log = log
+        self.trails: dict[str, Trail] = {}
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file read
+        self._offset = 0
+
+    def refresh(self) -> None:
+        """``StoreError`` (UNSAFE_PATH, READ_FAILED) when the log cannot be read."""
+        try:
+            st = os.lstat(self.log.path)
+        except FileNotFoundError:
+            if self._file is not None:  # rotated away this moment, or removed
+                self.trails, self._file, self._offset = {}, None, 0
+            return
+        except OSError as exc:
+            raise _io_error(self.log.path, "reading", exc) from None
+        if (st.st_dev, st.st_ino) != self._file or st.st_size < self._offset:
+            self.trails = trails(self.log.read().entries)
+            self._file, self._offset = (st.st_dev, st.st_ino), st.st_size
+            return
+        if st.st_size == self._offset:
+            return
+        check_path(self.log.path)
+        with open(self.log.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read(st.st_size - self._offset)
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
+        for raw in data[:end].split(b"\n"):
+            entry = _entry(raw) if raw.strip() else None
+            if entry is not None:
+                add_entry(self.trails, entry)
+        self._offset += end
+
+    def trail(self, record_id: str) -> Trail | None:
+        return self.trails.get(record_id)
 
 
 def _names(seen: dict[str, int], most: int = 3) -> str:
@@ -403,6 +468,15 @@ def export_summary(trail: Trail) -> str:
         if len(trail.exports) > 1
         else f"exported {when(at)} UTC to {visible(where)}"
     )
+
+
+def served_line(trail: Trail | None, now: int) -> str:
+    """The detail pane's line: where a record went, or that it never did."""
+    if trail is None or not trail.went_out:
+        return "never served to an agent nor exported"
+    if not trail.exports:
+        return served_summary(trail, now)
+    return f"{served_summary(trail, now)}; {export_summary(trail)}"
 
 
 def receipt(trail: Trail | None, now: int) -> list[str]:

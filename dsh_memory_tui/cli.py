@@ -720,7 +720,7 @@ def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_audit(store: MemoryStore, args: argparse.Namespace) -> int:
-    from .audit import AuditLog, asked_text, client_text, receipt, select, since_ms, trails
+    from .audit import ROW_HEADERS, AuditLog, entry_row, receipt, select, since_ms, trails
 
     now = store.clock()
     since = since_ms(args.since, now) if args.since else None
@@ -730,23 +730,9 @@ def cmd_audit(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.json:
         _dump(entries)
         return 0
-    rows = []
-    for e in entries:
-        where = client_text(e) if e["kind"] == "served" else str(e.get("path"))
-        rows.append(
-            [
-                when(e["at"], "%Y-%m-%d %H:%M:%S"),
-                e["kind"],
-                visible(str(e.get("session") or "-")),
-                visible(where),
-                visible(asked_text(e)),
-                str(len(e.get("records", []))),
-                str(e.get("bytes", "")),
-            ]
-        )
+    rows = [entry_row(e) for e in entries]
     if rows:
-        headers = ["time (UTC)", "kind", "session", "client / path", "asked", "records", "bytes"]
-        _table(rows, headers, sys.stdout)
+        _table(rows, ROW_HEADERS, sys.stdout)
     if read.unreadable:
         print(f"{read.unreadable} unreadable line(s) skipped (cut short)", file=sys.stderr)
     if args.record:

@@ -107,6 +107,13 @@ ACTIONS: list[Key] = [
         footer=False,
     ),
     Key(
+        "L",
+        "audit",
+        "Served and exported",
+        "the audit log: what was served to agents and exported, to whom",
+        footer=False,
+    ),
+    Key(
         "o",
         "open_proposal",
         "Open new proposal",

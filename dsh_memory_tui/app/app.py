@@ -22,6 +22,7 @@ from textual.widgets import Input, Static, Tab, TabbedContent, TabPane
 from textual.widgets._toast import Toast
 
 from .. import lint
+from ..audit import DEFAULT_MAX_BYTES, AuditIndex, AuditLog, served_line
 from ..errors import StoreError
 from ..governance import ConflictIndex, conflict_rivals
 from ..jsonl import ensure_dir
@@ -72,6 +73,8 @@ class MemoryApp(StoreWorkers):
         self.initial_tab = "session" if session else "review"
         self.watch_enabled = watch
         self.demo = demo
+        # Each record's servings for the detail pane (the app only reads the log).
+        self.audit_index = AuditIndex(AuditLog(store.paths.home, DEFAULT_MAX_BYTES))
         self.main = MainScreen(id="_default")
         self._panes: dict[str, RecordPane] = {}
         self._tabbed: TabbedContent | None = None
@@ -551,14 +554,25 @@ class MemoryApp(StoreWorkers):
             pane.detail.show(None)
             return
         conflict, rivals = self.conflict_info(record)
+        now = self.store.clock()
         pane.detail.show(
             record,
             self.index[record.id].history(record.id),
             conflict_group=conflict,
             rivals=len(rivals),
-            now=self.store.clock(),
+            now=now,
             evidence=self.record_evidence(record),
+            served=self.served_line(record, now),
         )
+
+    def served_line(self, record: Record, now: int) -> str | None:
+        """Where ``record`` went (the audit log: one stat, and only new lines read), or None
+        when the log cannot be read."""
+        try:
+            self.audit_index.refresh()
+        except StoreError:
+            return None
+        return served_line(self.audit_index.trail(record.id), now)
 
     def record(self, rid: str) -> Record | None:
         view = self.index.get(rid)

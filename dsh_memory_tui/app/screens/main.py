@@ -733,6 +733,22 @@ class MainScreen(Screen[None]):
         app.copy_to_clipboard(record.id)
         app.notify(f"copied {visible(record.id)}", title="Copy id", markup=False)
 
+    def action_audit(self) -> None:
+        from ...audit import DEFAULT_MAX_BYTES, AuditLog
+        from .audit import AuditScreen
+
+        app = self.memory
+        log = AuditLog(app.store.paths.home, DEFAULT_MAX_BYTES)
+
+        def show(read: Any) -> None:
+            if self.is_active:  # not under a dialog opened meanwhile
+                app.push_screen(AuditScreen(read, str(log.path)))
+
+        def refused(exc: StoreError) -> None:
+            app.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
+
+        app.run_read(log.read, show, refused)
+
     def action_export(self) -> None:
         from .bundles import ExportDialog
 

@@ -204,14 +204,15 @@ class DetailPane(ScrollView):
         rivals: int = 0,
         now: int | None = None,
         evidence: RecordEvidence | None = None,
+        served: str | None = None,
     ) -> None:
         """Show ``record`` (``conflict_group``/``rivals``: its conflict group as the host shows
         it and its other active versions; ``now``: for expiry and use times; ``evidence``: its
-        risk flags and near-duplicates).
+        risk flags and near-duplicates; ``served``: where it went, from the audit log).
         """
         key = (record.id, record.governance.revision) if record else None
         self._evidence = evidence or RecordEvidence()
-        state = (key, conflict_group, rivals, self._evidence.key)
+        state = (key, conflict_group, rivals, self._evidence.key, served)
         if (
             key == self.shown
             and record is not None
@@ -250,6 +251,7 @@ class DetailPane(ScrollView):
             meta.plain,
             tuple((h.governance.revision, h.updatedAt) for h in self._history),
             self._evidence.key,
+            self._state[4],
         )
         width = self.scrollable_content_region.width
         seen = self._seen.get(key)
@@ -317,6 +319,11 @@ class DetailPane(ScrollView):
             Text(""),
             Text("Details", style=_HEADING),
             meta,
+        ]
+        served = self._state[4]
+        if isinstance(served, str):
+            parts.append(Text(f"Served to agents: {visible(served)}", style=_DIM))
+        parts += [
             Text(""),
             Text("History", style=_HEADING),
             history_text(self._history),
