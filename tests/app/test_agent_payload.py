@@ -15,7 +15,7 @@ from dsh_memory_tui import agent_view as av
 from dsh_memory_tui.app.screens.agent import NEW_SESSION, AgentScreen
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog
 from dsh_memory_tui.audit import AuditLog, served_entry
-from dsh_memory_tui.model import Status
+from dsh_memory_tui.model import Record, Status
 from dsh_memory_tui.store import MemoryStore
 
 from .helpers import make_app, wait_for
@@ -42,6 +42,14 @@ def _payload(app) -> str:  # type: ignore[no-untyped-def]
 
 def _expected(store: MemoryStore) -> av.AgentView:
     return av.agent_view(store, av.Audience((NEW_SESSION, None)), budget=BUDGET)
+
+
+def _served(store: MemoryStore, record: Record, session: str, client: tuple[str, str]) -> None:
+    """One serving of ``record`` in the audit log, as a server appends it."""
+    entry = served_entry(
+        client=client, session=session, asked={"tool": "x"}, records=[record], cut=0, size=100
+    )
+    AuditLog(store.paths.home).append(entry)
 
 
 async def _opened(pilot, app) -> AgentScreen:  # type: ignore[no-untyped-def]
@@ -89,16 +97,7 @@ async def test_pin_moves_a_cut_record_into_the_payload_shown_in_place(store):
 
 async def test_archive_drops_the_chosen_record_and_says_where_it_went(store):
     first = _expected(store).records[0]
-    AuditLog(store.paths.home).append(
-        served_entry(
-            client=("claude-code", "2.1"),
-            session="s5",
-            asked={"tool": "workspace_memory_list"},
-            records=[first],
-            cut=0,
-            size=100,
-        )
-    )
+    _served(store, first, "s5", ("claude-code", "2.1"))
     app = make_app(store.paths.home, store.paths.workspace)
     notes: list[str] = []
     app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
@@ -119,16 +118,7 @@ async def test_archive_drops_the_chosen_record_and_says_where_it_went(store):
 
 async def test_forgets_question_says_where_the_record_already_went(store):
     record = _expected(store).records[0]
-    AuditLog(store.paths.home).append(
-        served_entry(
-            client=("codex", "0.9"),
-            session="s8",
-            asked={"resource": "memory://verified"},
-            records=[record],
-            cut=0,
-            size=100,
-        )
-    )
+    _served(store, record, "s8", ("codex", "0.9"))
     app = make_app(store.paths.home, store.paths.workspace)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")  # the Project tab; its first row is the newest record
