@@ -796,10 +796,10 @@ def _unknown_fields(record: Record) -> Iterator[tuple[Any, int]]:
     bundle (the record itself is at level 3)."""
     g = record.governance
     for model, level in ((record, 3), (record.provenance, 4), (g, 4)):
-        for value in (model.__pydantic_extra__ or {}).values():
+        for value in (model.model_extra or {}).values():
             yield value, level
     for ref in g.sourceRefs:
-        for value in (ref.__pydantic_extra__ or {}).values():
+        for value in (ref.model_extra or {}).values():
             yield value, 6
 
 

@@ -13,21 +13,17 @@ order of checks over ``json.loads`` output and says which rule broke.
 
 from __future__ import annotations
 
-import copy
-import functools
 import hashlib
 import json
 import re
 import secrets
-import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic_core import SchemaValidator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ErrorCode, StoreError
 
@@ -199,92 +195,21 @@ class _Open(BaseModel):
     # A newer host may add fields anywhere; they are kept and written back unchanged.
     model_config = ConfigDict(extra="allow")
 
-    # Loaded records share one "fields set" per shape (``_loaded``): a set per object
-    # would be most of a loaded record's memory. Assignment and copies thaw it first.
+    # Loaded records share one frozen "fields set" per shape (``model_fast.loaded``): a set per
+    # object would be most of a loaded record's memory. Assignment and copies thaw it first.
     def __setattr__(self, name: str, value: Any) -> None:
-        _thaw(self)
+        _fast.thaw(self)
         super().__setattr__(name, value)
 
     def __copy__(self) -> Self:
         copied = super().__copy__()
-        _thaw(copied)
+        _fast.thaw(copied)
         return copied
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
         copied = super().__deepcopy__(memo)
-        _thaw(copied)
+        _fast.thaw(copied)
         return copied
-
-
-class _SharedFields(set[str]):
-    """A fields set shared by loaded models of one shape; never mutated in place."""
-
-    __slots__ = ()
-
-
-_SHAPES: dict[frozenset[str], _SharedFields] = {}
-_MAX_SHAPES = 4096  # unknown fields make new shapes; past this, objects keep their own set
-_LAST_SHAPE: dict[type, _SharedFields] = {}  # most records of a file have the same shape
-_set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
-
-
-def _thaw(model: BaseModel) -> None:
-    fields = model.__pydantic_fields_set__
-    if type(fields) is _SharedFields:
-        object.__setattr__(model, "__pydantic_fields_set__", set(fields))
-
-
-def _share(model: BaseModel) -> None:
-    fields = model.__pydantic_fields_set__
-    shared = _LAST_SHAPE.get(type(model))
-    if shared is None or fields != shared:
-        key = frozenset(fields)
-        shared = _SHAPES.get(key)
-        if shared is None:
-            if len(_SHAPES) >= _MAX_SHAPES:
-                return
-            shared = _SHAPES[key] = _SharedFields(key)
-        _LAST_SHAPE[type(model)] = shared
-    object.__setattr__(model, "__pydantic_fields_set__", shared)
-
-
-def _loaded(record: Record) -> Record:
-    """A record just read from a line, ready to keep: its models share their fields sets
-    (memory: see ``_Open``; a small set is still 216 bytes, as much as a source ref's other
-    parts), and an older host's record gets its legacy governance.
-    """
-    # The usual model has the shape of the one of its class before it: one set comparison.
-    last = _LAST_SHAPE
-    shared = last.get(Record)
-    if shared is not None and record.__pydantic_fields_set__ == shared:
-        _set_fields(record, shared)
-    else:
-        _share(record)
-    d = record.__dict__
-    prov = d["provenance"]
-    shared = last.get(Provenance)
-    if shared is not None and prov.__pydantic_fields_set__ == shared:
-        _set_fields(prov, shared)
-    else:
-        _share(prov)
-    gov = d["governance"]
-    if gov is None:
-        # Straight into __dict__: the field stays "unset", so the line is written back as is.
-        d["governance"] = legacy_governance(record)
-        return record
-    shared = last.get(Governance)
-    if shared is not None and gov.__pydantic_fields_set__ == shared:
-        _set_fields(gov, shared)
-    else:
-        _share(gov)
-    shared = last.get(SourceRef)
-    for ref in gov.__dict__["sourceRefs"]:
-        if shared is not None and ref.__pydantic_fields_set__ == shared:
-            _set_fields(ref, shared)
-        else:
-            _share(ref)
-            shared = last.get(SourceRef)
-    return record
 
 
 # Safe integers (JavaScript's Number.isSafeInteger, >= 0), checked in pydantic's Rust core.
@@ -366,11 +291,11 @@ class Record(_Open):
     @property
     def is_legacy(self) -> bool:
         """True for an older host's record without ``governance`` in its line."""
-        return "governance" not in self.__pydantic_fields_set__
+        return "governance" not in self.model_fields_set
 
     def in_review_queue(self, include_derived: bool = False) -> bool:
         """Active, unverified, and written by the agent or an import (or the auto-writer)."""
-        origins = (Origin.MODEL_SUGGESTED, Origin.IMPORTED)
+        origins: tuple[Origin, ...] = (Origin.MODEL_SUGGESTED, Origin.IMPORTED)
         if include_derived:
             origins += (Origin.DERIVED,)
         g = self.governance
@@ -401,179 +326,6 @@ class Record(_Open):
             return _dumps_ascii(self.model_dump(exclude_unset=True)).encode() + b"\n"
 
 
-# The Rust validator itself: ``model_validate_json`` adds a Python call per line.
-_validate_json = Record.__pydantic_validator__.validate_json
-
-# The host's text rules as patterns Rust checks: a first character that is neither JavaScript
-# whitespace (so the string is not blank) nor a control character, and no control character
-# after it (content may hold tab, LF and CR).
-_JS_SPACE_CLASS = "".join("\\" + c if c in "\\]^-[" else c for c in JS_WHITESPACE)
-_TEXT_PATTERN = "^[^" + _JS_SPACE_CLASS + "\\x00-\\x1f\\x7f][^\\x00-\\x1f\\x7f]*$"
-_CONTENT_PATTERN = (
-    "^[^" + _JS_SPACE_CLASS + "\\x00-\\x1f\\x7f][^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]*$"
-)
-_HASH_PATTERN = "^sha256:[0-9a-f]{64}$"
-
-
-_VALIDATE_LINE: Callable[..., Record] | None = None  # _line_validator(), once built
-# While ``_line_validator`` builds, the model classes say "incomplete": a schema built over
-# them then (the app loads in a thread) would be refused. Every lazy schema build takes this.
-_SCHEMA_BUILD = threading.Lock()
-
-
-def _line_validator() -> Callable[..., Record]:
-    """``Record``'s own validator with what the host's text rules imply added in Rust: at most
-    as many characters as the rule allows bytes (a UTF-8 character is at least one byte), a
-    first character that is not whitespace, at most 32 tags and source refs, a source ref's
-    hash as a string of the hash's form. Each is a necessary condition of the host's rules, so
-    a valid line that fails one (a title starting with a space) only goes the slow path, and
-    what passes leaves ``_line_ok`` little to do. The records it makes are plain ``Record``s.
-    """
-    global _VALIDATE_LINE
-    with _SCHEMA_BUILD:
-        if _VALIDATE_LINE is None:
-            _VALIDATE_LINE = _build_line_validator()
-        return _VALIDATE_LINE
-
-
-def _build_line_validator() -> Callable[..., Record]:
-    schema = copy.deepcopy(Record.__pydantic_core_schema__)
-
-    def fields(model_schema: dict[str, Any]) -> dict[str, Any]:
-        while model_schema["type"] != "model":
-            model_schema = model_schema["schema"]  # "default" wrappers of optional fields
-        return model_schema["schema"]["fields"]
-
-    def text(field: dict[str, Any], max_chars: int, pattern: str = _TEXT_PATTERN) -> None:
-        inner = field["schema"]
-        inner = inner["schema"] if inner["type"] == "default" else inner
-        assert inner["type"] == "str", inner  # noqa: S101 (the schema pydantic made)
-        inner.update(max_length=max_chars, pattern=pattern)
-
-    top = fields(schema)
-    for name, limit in (
-        ("id", MAX_ID_BYTES),
-        ("scopeKey", MAX_SCOPE_KEY_BYTES),
-        ("title", MAX_TITLE_BYTES),
-    ):
-        text(top[name], limit)
-    text(top["content"], MAX_CONTENT_BYTES, _CONTENT_PATTERN)
-    tags = top["tags"]["schema"]
-    tags["max_length"] = MAX_TAGS
-    text({"schema": tags["items_schema"]}, MAX_TAG_BYTES)
-    prov = fields(top["provenance"]["schema"])
-    text(prov["sessionId"], MAX_ID_BYTES)
-    text(prov["note"], MAX_NOTE_BYTES)
-    refs = fields(top["governance"]["schema"])["sourceRefs"]["schema"]
-    refs["max_length"] = MAX_SOURCE_REFS
-    ref = fields(refs["items_schema"])
-    text(ref["id"], MAX_ID_BYTES)
-    # Present, it must be a hash (String(value) of anything else is not one, but an array
-    # of one hash is: such a line goes the slow path).
-    ref["contentHash"]["schema"]["schema"] = {"type": "str", "pattern": _HASH_PATTERN}
-    # Rust's reader takes NaN and Infinity (and 1e400 as Infinity), which are not JSON: where
-    # any value is kept (the untyped fields, unknown fields at every level) only finite JSON
-    # passes; a line with one goes the host-order path, which refuses it.
-    _finite_json_anywhere(schema)
-    schema = {"type": "definitions", "schema": schema, "definitions": [_FINITE_JSON]}
-    # pydantic-core reuses a complete model class's own validator for a "model" schema of
-    # that class, constraints or not: the classes say "incomplete" while this one is built.
-    classes = (Record, Provenance, Governance, SourceRef)
-    for cls in classes:
-        type.__setattr__(cls, "__pydantic_complete__", False)
-    try:
-        # No cache of short strings: looking each one up cost ~15% of a load (the file's
-        # repeated tags and session ids then take a few hundred bytes more per record).
-        validate = SchemaValidator(schema, {"cache_strings": "keys"}).validate_json
-    finally:
-        for cls in classes:
-            type.__setattr__(cls, "__pydantic_complete__", True)
-    if not _constraints_hold(validate):  # a pydantic that builds it otherwise: no shortcut
-        validate = lambda line, strict: _checked_fast(_validate_json(line, strict=strict), line)  # noqa: E731
-    return validate  # type: ignore[no-any-return]
-
-
-_FINITE_REF = {"type": "definition-ref", "schema_ref": "dsh-finite-json"}
-# Any JSON value but a non-finite number, each kept as the reader made it (an int stays an
-# int, 1.0 a float, an object's keys in their order).
-_FINITE_JSON = {
-    "type": "union",
-    "ref": "dsh-finite-json",
-    "choices": [
-        {"type": "none"},
-        {"type": "str"},
-        {"type": "bool", "strict": True},
-        {"type": "int", "strict": True},
-        {"type": "float", "strict": True, "allow_inf_nan": False},
-        {"type": "list", "items_schema": _FINITE_REF},
-        {"type": "dict", "keys_schema": {"type": "str"}, "values_schema": _FINITE_REF},
-    ],
-}
-
-
-def _finite_json_anywhere(schema: Any) -> None:
-    """Every ``any`` in ``schema`` (a core schema, changed in place) and every model's
-    unknown fields take ``_FINITE_JSON`` instead.
-    """
-    if isinstance(schema, list):
-        for item in schema:
-            _finite_json_anywhere(item)
-    elif isinstance(schema, dict):
-        if schema.get("type") == "any":
-            schema.clear()
-            schema.update(_FINITE_REF)
-            return
-        if schema.get("type") == "model-fields":
-            schema["extras_schema"] = _FINITE_REF
-        for value in schema.values():
-            _finite_json_anywhere(value)
-
-
-def _constraints_hold(validate: Callable[..., Record]) -> bool:
-    """True if ``validate`` refuses what ``_line_validator`` added rules against."""
-    good = (
-        b'{"schemaVersion":1,"id":"x","scope":"user","scopeKey":"u","type":"fact","title":"t",'
-        b'"content":"c\\t\\n\\r","tags":["t"],"provenance":{"kind":"user","sessionId":"s","note":"n"},'
-        b'"createdAt":0,"updatedAt":0,"useCount":0,"contentHash":"h","status":"active",'
-        b'"governance":{"origin":"user-authored","sourceRefs":[{"kind":"url","id":"i",'
-        b'"contentHash":"sha256:' + b"0" * 64 + b'"}],"verification":"unverified","revision":1,'
-        b'"retention":"user-managed"}}'
-    )
-    try:
-        validate(good, strict=True)
-    except ValidationError:
-        return False
-    for needle, bad in (
-        (b'"title":"t"', b'"title":"' + b"t" * (MAX_TITLE_BYTES + 1) + b'"'),
-        (b'"id":"x"', b'"id":" x"'),
-        (b'"tags":["t"]', b'"tags":["' + b"t" * (MAX_TAG_BYTES + 1) + b'"]'),
-        (b'"note":"n"', b'"note":"\\t"'),
-        (b'"note":"n"', b'"note":"n\\n"'),
-        (b'"id":"x"', b'"id":"x\x7f"'),
-        (b'"content":"c', b'"content":"c\\u0001'),
-        (b'"content":"c', b'"content":"c\\u007f'),
-        (b'"id":"i"', b'"id":""'),
-        (b'"contentHash":"sha256:', b'"contentHash":"sha257:'),
-        (b'"title":"t"', b'"title":"t","x":[{"y":NaN}]'),
-        (b'"useCount":0', b'"useCount":0,"x":-Infinity'),
-    ):
-        try:
-            validate(good.replace(needle, bad), strict=True)
-        except ValidationError:
-            continue
-        return False
-    return True
-
-
-def _checked_fast(record: Record, line: bytes) -> Record:
-    """``_line_validator``'s contract kept with the plain validator: what ``_fast_ok`` doubts
-    is refused, so ``_line_ok`` may trust what passes.
-    """
-    if not _fast_ok(record, line) or line.find(b"NaN") >= 0 or line.find(b"Infinity") >= 0:
-        raise ValidationError.from_exception_data("Record", [])
-    return record
-
-
 def records_json(records: Sequence[Record]) -> str:
     """``json.dumps([r.to_json() for r in records], ensure_ascii=False, indent=2)``, byte for
     byte (what ``list --json`` prints), with runs of the usual records serialized by pydantic
@@ -589,7 +341,7 @@ def records_json(records: Sequence[Record]) -> str:
         if not run:
             return
         try:
-            text = _record_list().dump_json(run, indent=2, exclude_unset=True).decode()
+            text = _fast.record_list().dump_json(run, indent=2, exclude_unset=True).decode()
         except (ValueError, TypeError):  # a lone surrogate in a string
             parts.extend(_indented_json(r) for r in run)
         else:
@@ -597,7 +349,7 @@ def records_json(records: Sequence[Record]) -> str:
         run.clear()
 
     for record in records:
-        if _plain_json(record):
+        if _fast.plain_json(record):
             run.append(record)
         else:
             flush()
@@ -606,52 +358,10 @@ def records_json(records: Sequence[Record]) -> str:
     return "[\n" + ",\n".join(parts) + "\n]" if parts else "[]"
 
 
-@functools.cache
-def _record_list() -> TypeAdapter[list[Record]]:
-    with _SCHEMA_BUILD:  # see _line_validator
-        return TypeAdapter(list[Record])  # built on first use: only listing commands need it
-
-
 def _indented_json(record: Record) -> str:
     """One record as an item of an indent-2 list (the json module's layout)."""
     text = json.dumps(record.to_json(), ensure_ascii=False, indent=2)
     return "  " + text.replace("\n", "\n  ")  # JSON strings hold no raw newline
-
-
-def _simple(value: Any) -> bool:
-    return (
-        value is None
-        or type(value) is str
-        or type(value) is bool
-        or (type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
-    )
-
-
-def _plain_json(record: Record) -> bool:
-    """True if pydantic prints ``record`` as the json module prints its ``to_json()``: its
-    governance is in its line, no unknown field, and the fields of any type hold a string,
-    a safe integer, a boolean or nothing.
-    """
-    g = record.__dict__["governance"]
-    if (
-        record.__pydantic_extra__
-        or "governance" not in record.__pydantic_fields_set__
-        or g.__pydantic_extra__
-        or record.__dict__["provenance"].__pydantic_extra__
-    ):
-        return False
-    d = g.__dict__
-    if not (
-        _simple(d["conflictGroup"])
-        and _simple(d["reviewedBy"])
-        and _simple(d["reviewedAt"])
-        and _simple(d["reviewNote"])
-    ):
-        return False
-    for ref in d["sourceRefs"]:
-        if ref.__pydantic_extra__ or not _simple(ref.__dict__["contentHash"]):
-            return False
-    return True
 
 
 def _dumps_ascii(data: Any) -> str:
@@ -785,7 +495,7 @@ def legacy_governance(record: Record) -> Governance:
     kind = prov.kind
     refs: list[SourceRef] = []
     if kind is not ProvenanceKind.USER:
-        ref_kind = "import" if kind is ProvenanceKind.IMPORT else "session"
+        ref_kind: SourceRefKind = "import" if kind is ProvenanceKind.IMPORT else "session"
         refs.append(SourceRef(kind=ref_kind, id=prov.sessionId or record.id))
     gov: dict[str, Any] = {
         "origin": Origin.USER_AUTHORED
@@ -806,13 +516,6 @@ def legacy_governance(record: Record) -> Governance:
     return Governance(**gov)
 
 
-def _fill_legacy(record: Record) -> Record:
-    if record.__dict__["governance"] is None:
-        # Straight into __dict__: the field stays "unset", so the line is written back as is.
-        record.__dict__["governance"] = legacy_governance(record)
-    return record
-
-
 def is_expired(record: Record, now: int) -> bool:
     g = record.governance
     return (
@@ -830,8 +533,7 @@ def expired_view(record: Record) -> Record:
     g["verification"] = Verification.STALE
     g["revision"] = record.governance.revision + 1
     view = record.model_copy(update={"governance": Governance(**g)})
-    _thaw(view)
-    view.__pydantic_fields_set__.add("governance")
+    _fast.mark_set(view, "governance")
     return view
 
 
@@ -842,179 +544,8 @@ def effective(record: Record, now: int) -> Record:
 
 # ----------------------------------------------------------------------------- validation
 
-_sha256 = hashlib.sha256
-_USER_AUTHORED = Origin.USER_AUTHORED
-_VERIFIED = Verification.VERIFIED
-
-
 # Tests turn it off to hold the fast path to the same verdicts as ``_validate_value``.
 FAST_PATH = True
-
-
-def _bytes_ok(value: str, max_bytes: int) -> bool:
-    # isascii() is O(1) on a str: then characters are bytes. A character is at most 4 bytes.
-    n = len(value)
-    return n <= max_bytes // 4 or (
-        n <= max_bytes and (value.isascii() or utf8_len(value) <= max_bytes)
-    )
-
-
-def _hash_ok(content: str, expected: str) -> bool:
-    try:
-        return expected == "sha256:" + _sha256(content.encode()).hexdigest()
-    except UnicodeEncodeError:  # a lone surrogate: ``_validate_value`` hashes it as node does
-        return False
-
-
-def _fast_ok(record: Record, line: bytes | None = None) -> bool:
-    """True if the host accepts this pydantic-parsed record (strict types and integer ranges
-    already hold). False means "ask ``_validate_value``", not "invalid": it knows the rule and
-    its message. ``line``: the bytes it was parsed from, which can rule out control characters.
-    """
-    d = record.__dict__
-    if not _rules_ok(d):
-        return False
-    refs = d["governance"].__dict__["sourceRefs"] if d["governance"] is not None else ()
-    for ref in refs:
-        h = ref.__dict__["contentHash"]
-        if (h is not None or "contentHash" in ref.__pydantic_fields_set__) and not (
-            type(h) is str and _HASH.fullmatch(h)
-        ):
-            return False
-    if line is not None and line.isascii() and line.find(b"\\") < 0 and line.find(b"\x7f") < 0:
-        return _plain_texts_ok(d, refs) or _texts_ok(d, refs, line)
-    return _texts_ok(d, refs, line)
-
-
-def _rules_ok(d: dict[str, Any]) -> bool:
-    """The rules no field's type can say: timestamps in order, the content's hash, a source
-    for every non-user record, a time for a verification and an actor for a pin.
-    """
-    if d["updatedAt"] < d["createdAt"] or not _hash_ok(d["content"], d["contentHash"]):
-        return False
-    gov = d["governance"]
-    if gov is None:
-        return True
-    g = gov.__dict__
-    return (
-        len(g["sourceRefs"]) <= MAX_SOURCE_REFS
-        and (g["sourceRefs"] or g["origin"] is _USER_AUTHORED)
-        and (g["verifiedAt"] is not None or g["verification"] is not _VERIFIED)
-        and (g["pinnedAt"] is None or g["pinnedBy"] is not None)
-    )
-
-
-def _utf8_sizes_ok(d: dict[str, Any]) -> bool:
-    """The host's limits in UTF-8 bytes, for a line that is not ASCII (the line validator
-    checked them as characters, and every other text rule; ``_bytes_ok`` encodes only a
-    text that is not ASCII and over a quarter of its limit).
-    """
-    p = d["provenance"].__dict__
-    session, note, gov = p["sessionId"], p["note"], d["governance"]
-    return (
-        _bytes_ok(d["content"], MAX_CONTENT_BYTES)
-        and _bytes_ok(d["title"], MAX_TITLE_BYTES)
-        and _bytes_ok(d["id"], MAX_ID_BYTES)
-        and _bytes_ok(d["scopeKey"], MAX_SCOPE_KEY_BYTES)
-        and (session is None or _bytes_ok(session, MAX_ID_BYTES))
-        and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
-        and all(_bytes_ok(tag, MAX_TAG_BYTES) for tag in d["tags"])
-        and (
-            gov is None
-            or all(_bytes_ok(r.__dict__["id"], MAX_ID_BYTES) for r in gov.__dict__["sourceRefs"])
-        )
-    )
-
-
-def _plain_texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()]) -> bool:
-    """The text rules for a line of ASCII without an escape or a DEL (the usual line): every
-    string is its bytes and holds no control character (raw ones are not JSON), and one that
-    starts above space (``s >= "!"``) is not blank (ASCII's JS whitespace is space and below).
-    False: ask ``_texts_ok`` (a string that starts with a space may still be valid).
-    """
-    title, rid, key, content, tags = d["title"], d["id"], d["scopeKey"], d["content"], d["tags"]
-    p = d["provenance"].__dict__
-    session, note = p["sessionId"], p["note"]
-    if not (
-        len(title) <= MAX_TITLE_BYTES
-        and len(rid) <= MAX_ID_BYTES
-        and len(key) <= MAX_SCOPE_KEY_BYTES
-        and len(content) <= MAX_CONTENT_BYTES
-        and min(title, rid, key, content) >= "!"
-        and len(tags) <= MAX_TAGS
-        and (not tags or (max(map(len, tags)) <= MAX_TAG_BYTES and min(tags) >= "!"))
-        and (session is None or (len(session) <= MAX_ID_BYTES and session >= "!"))
-        and (note is None or (len(note) <= MAX_NOTE_BYTES and note >= "!"))
-    ):
-        return False
-    for ref in refs:
-        ref_id = ref.__dict__["id"]
-        if len(ref_id) > MAX_ID_BYTES or ref_id < "!":
-            return False
-    return True
-
-
-def _none_blank(texts: list[str | None]) -> bool:
-    return all(t is None or _NOT_JS_SPACE.search(t) for t in texts)
-
-
-def _texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()], line: bytes | None) -> bool:
-    """The text rules of any record: UTF-8 byte limits, not blank after JS ``trim``, no control
-    characters (looked for only when ``line`` is unknown or has an escape or a DEL).
-    """
-    content, title, rid, key, tags = d["content"], d["title"], d["id"], d["scopeKey"], d["tags"]
-    p = d["provenance"].__dict__
-    session, note = p["sessionId"], p["note"]
-    ref_ids = [r.id for r in refs]
-    if not (
-        len(tags) <= MAX_TAGS
-        and len(title) <= MAX_TITLE_BYTES
-        and (title.isascii() or _bytes_ok(title, MAX_TITLE_BYTES))
-        and len(rid) <= MAX_ID_BYTES
-        and (rid.isascii() or _bytes_ok(rid, MAX_ID_BYTES))
-        and len(key) <= MAX_SCOPE_KEY_BYTES
-        and (key.isascii() or _bytes_ok(key, MAX_SCOPE_KEY_BYTES))
-        and len(content) <= MAX_CONTENT_BYTES
-        and (len(content) <= MAX_CONTENT_BYTES // 4 or _bytes_ok(content, MAX_CONTENT_BYTES))
-        and (
-            not tags
-            or max(map(len, tags)) <= MAX_TAG_BYTES // 4
-            or all(_bytes_ok(t, MAX_TAG_BYTES) for t in tags)
-        )
-        and (
-            not ref_ids
-            or max(map(len, ref_ids)) <= MAX_ID_BYTES // 4
-            or all(_bytes_ok(i, MAX_ID_BYTES) for i in ref_ids)
-        )
-        and (session is None or _bytes_ok(session, MAX_ID_BYTES))
-        and (note is None or _bytes_ok(note, MAX_NOTE_BYTES))
-    ):
-        return False
-    # Blank: every string that starts with a printable ASCII (or C1) character is not blank
-    # (JS whitespace is space and below, or U+00A0 and above). A list's smallest and largest
-    # strings bound the first characters of all of them.
-    if not (
-        " " < title[:1] < "\xa0"
-        and " " < rid[:1] < "\xa0"
-        and " " < key[:1] < "\xa0"
-        and " " < content[:1] < "\xa0"
-        and (not tags or (min(tags)[:1] > " " and max(tags)[:1] < "\xa0"))
-        and (not ref_ids or (min(ref_ids)[:1] > " " and max(ref_ids)[:1] < "\xa0"))
-        and (session is None or " " < session[:1] < "\xa0")
-        and (note is None or " " < note[:1] < "\xa0")
-    ) and not _none_blank([rid, key, title, content, *tags, *ref_ids, session, note]):
-        return False
-    # A decoded string can hold a control character only if the line has an escape (raw
-    # control characters are not JSON) or a DEL.
-    return not (
-        (line is None or line.find(b"\\") >= 0 or line.find(b"\x7f") >= 0)
-        and (
-            _TEXT_CONTROL.search(
-                " ".join([rid, key, title, *tags, *ref_ids, session or "", note or ""])
-            )
-            or _CONTENT_CONTROL.search(content)
-        )
-    )
 
 
 def _js_string(value: Any) -> str | None:
@@ -1063,7 +594,7 @@ def _is_object(value: Any) -> bool:
     return isinstance(value, (dict, list))
 
 
-def _js_safe_integer(value: Any) -> bool:
+def _js_safe_integer(value: Any) -> TypeGuard[int | float]:
     """Number.isSafeInteger: negative values included, booleans and strings not."""
     if type(value) is int:
         return abs(value) <= MAX_SAFE_INTEGER
@@ -1149,10 +680,10 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
         raise RecordInvalid("Memory record must be an object")
     obj["schemaVersion"] = SCHEMA_VERSION
     _need_text(obj.get("id"), MAX_ID_BYTES, "Memory id")
-    scope = obj.get("scope")
+    scope, key = obj.get("scope"), obj.get("scopeKey")
     if scope not in _SCOPES or (
         location is not None
-        and (scope != location.scope.value or not location.owns(obj.get("scopeKey")))
+        and (scope != location.scope.value or not (type(key) is str and location.owns(key)))
     ):
         raise RecordInvalid(
             "Memory record scope does not match this store",
@@ -1200,7 +731,7 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
         raise RecordInvalid("Memory content hash is invalid", "not the sha256 of the content")
     if "governance" in obj:
         obj["governance"] = _validate_governance(obj["governance"])
-    return _loaded(Record.model_validate(obj))
+    return _fast.loaded(Record.model_validate(obj))
 
 
 def _missing(key: str) -> None:
@@ -1262,35 +793,9 @@ def usual_run(
     A usual line is decided by Rust (the record's validator with the host's text rules) and
     the few rules its types cannot say.
     """
-    out: list[Record | ForeignLine] = []
-    n = len(lines)
     if not FAST_PATH:
-        return out, i
-    validate = _VALIDATE_LINE or _line_validator()
-    append = out.append
-    scope, key = (location.scope, location.scope_key) if location is not None else (None, None)
-    while i < n:
-        raw = lines[i]
-        if raw[:1] != b"{" and _blank(raw):
-            i += 1
-            continue
-        try:
-            record = validate(raw, strict=True)
-        except ValidationError:
-            break
-        d = record.__dict__
-        if location is not None:
-            if d["scope"] is not scope:
-                break  # the host-order path says why
-            if d["scopeKey"] != key and not location.owns(d["scopeKey"]):
-                append(ForeignLine(d["scopeKey"], d["id"], d["title"]))
-                i += 1
-                continue
-        if not _rules_ok(d) or not (raw.isascii() or _utf8_sizes_ok(d)):
-            break
-        append(_loaded(record))
-        i += 1
-    return out, i
+        return [], i
+    return _fast.usual_run(lines, i, location)
 
 
 def _parse_any(line: bytes, location: Location | None) -> Record | FutureLine | ForeignLine:
@@ -1401,7 +906,7 @@ def parse_lines(lines: list[bytes], location: Location | None) -> list[ParsedLin
 
 def as_entry(lines: list[bytes], i: int, result: Parsed | ParsedLine) -> ParsedLine:
     """A ``parse_entries`` item as ``parse_lines`` gives it: always a ``ParsedLine``."""
-    return result if type(result) is ParsedLine else ParsedLine(i, i, lines[i], result)
+    return result if isinstance(result, ParsedLine) else ParsedLine(i, i, lines[i], result)
 
 
 def parse_entries(
@@ -1455,10 +960,10 @@ def validate_record(record: Record, location: Location | None = None) -> Record:
     """The host's verdict on a record pydantic already parsed (strict types): the record with
     its legacy governance filled in, or ``RecordInvalid``.
     """
-    if _fast_ok(record) and (
+    if _fast.fast_ok(record) and (
         location is None or (record.scope is location.scope and location.owns(record.scopeKey))
     ):
-        return _fill_legacy(record)
+        return _fast.fill_legacy(record)
     result = _validate_value(loads_js(record.to_line().decode()), location)
     if not isinstance(result, Record):
         raise RecordInvalid("Memory record scope does not match this store")
@@ -1611,3 +1116,7 @@ def next_revision(
         return checked(Record.model_validate(data))
     except ValidationError as exc:
         raise StoreError(ErrorCode.INVALID_RECORD, _first_error(exc)) from None
+
+
+# The fast path imports this module's names: it comes last.
+from . import model_fast as _fast  # noqa: E402

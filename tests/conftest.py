@@ -9,6 +9,8 @@
 - ``run_cli(home, workspace, *args, user="alice", input=None)`` runs
   ``python -m dsh_memory_tui.cli --home HOME --workspace WS --user USER ARGS...`` as a real
   subprocess and returns the ``CompletedProcess`` (text mode, stdout and stderr captured).
+- ``plain_line_validator(monkeypatch)``: within it, the fast path runs on the plain validator,
+  as under a pydantic whose schema layout the constrained build does not know.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from interop.corpus import CORPUS, install_tree, make_case_dirs, scope_key_sha16
 
+from dsh_memory_tui import model_fast
 from dsh_memory_tui.store import MemoryStore
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -128,3 +133,28 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
     home.mkdir()
     workspace.mkdir()
     return home, workspace
+
+
+def _renamed_layout(schema: Any) -> Any:
+    """``schema`` with every ``fields`` key renamed: a layout the constrained build does not
+    know, as another pydantic's could be."""
+    if isinstance(schema, list):
+        return [_renamed_layout(item) for item in schema]
+    if isinstance(schema, dict):
+        return {("members" if k == "fields" else k): _renamed_layout(v) for k, v in schema.items()}
+    return schema
+
+
+@contextmanager
+def plain_line_validator(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The fast path on the plain validator: the constrained build is made to fail on a
+    schema layout it does not know (and is built again, as usual, after)."""
+    real = model_fast.core_schema
+    monkeypatch.setattr(model_fast, "core_schema", lambda cls: _renamed_layout(real(cls)))
+    model_fast.reset_line_validator()
+    try:
+        assert model_fast.validator_kind() == "plain"
+        yield
+    finally:
+        monkeypatch.setattr(model_fast, "core_schema", real)
+        model_fast.reset_line_validator()

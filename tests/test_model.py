@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import plain_line_validator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_memory_tui import model
+from dsh_memory_tui import model, model_fast
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.model import (
     ForeignLine,
@@ -81,24 +82,25 @@ def invalid(obj: Any, location: Location | None = PROJECT) -> RecordInvalid:
 
 
 @pytest.fixture(
-    params=["fast", "fast-unconstrained", "host-order"],
-    ids=["fast-path", "fast-path-without-rust-constraints", "host-order-path"],
+    params=["fast", "fast-plain", "host-order"],
+    ids=["fast-path", "fast-path-with-the-plain-validator", "host-order-path"],
 )
 def both_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Run a test with pydantic's fast path on and off, and on with the plain validator in
-    place of the constrained one (what a pydantic that ignores the added constraints gets):
+    place of the constrained one (what a pydantic that lays its schemas out otherwise gets):
     all must give the same answers.
     """
     monkeypatch.setattr(model, "FAST_PATH", request.param != "host-order")
-    if request.param == "fast-unconstrained":
-        monkeypatch.setattr(model, "_constraints_hold", lambda validate: False)
-        monkeypatch.setattr(model, "_VALIDATE_LINE", None)
-        model._line_validator()
-    yield
+    if request.param == "fast-plain":
+        with plain_line_validator(monkeypatch):
+            yield
+    else:
+        yield
 
 
 def test_the_line_validator_refuses_what_its_added_constraints_rule_out() -> None:
-    assert model._constraints_hold(model._line_validator())
+    assert model_fast.validator_kind() == "constrained"
+    assert model_fast._constraints_hold(model_fast.line_validator())
 
 
 def test_the_line_validator_makes_the_same_records_as_the_models_own() -> None:
@@ -106,14 +108,14 @@ def test_the_line_validator_makes_the_same_records_as_the_models_own() -> None:
         if not raw.strip():
             continue
         try:
-            mine = model._line_validator()(raw, strict=True)
+            mine = model_fast.line_validator()(raw, strict=True)
         except model.ValidationError:
             continue
-        theirs = model._validate_json(raw, strict=True)
+        theirs = model_fast.plain_validator(raw, strict=True)
         assert type(mine) is Record
-        assert mine.__dict__ == theirs.__dict__
-        assert mine.__pydantic_fields_set__ == theirs.__pydantic_fields_set__
-        assert mine.__pydantic_extra__ == theirs.__pydantic_extra__
+        assert vars(mine) == vars(theirs)
+        assert mine.model_fields_set == theirs.model_fields_set
+        assert mine.model_extra == theirs.model_extra
         assert mine.to_line() == theirs.to_line()
 
 

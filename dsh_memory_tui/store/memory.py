@@ -445,7 +445,6 @@ class MemoryStore:
                         )
                     },
                 )
-                record.governance.__pydantic_fields_set__.add("conflictGroup")
             return [record], WriteResult(record.id, True, record)
 
         return self.write(file, build, confirm_shared=confirm_shared)

@@ -176,9 +176,9 @@ def measure_load(store: MemoryStore, path: Path) -> dict[str, float]:
 
     # The floor: the record's own validator (pydantic's strict parse in Rust, the host's text
     # limits added), with none of the rules, hashes or the view.
-    from dsh_memory_tui.model import _line_validator
+    from dsh_memory_tui.model_fast import line_validator
 
-    validate = _line_validator()
+    validate = line_validator()
 
     def parse_only() -> list[object]:
         return [validate(line, strict=True) for line in lines]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import plain_line_validator
 
 from dsh_memory_tui import model
 from dsh_memory_tui.errors import StoreError
@@ -103,20 +104,27 @@ def _host_verdicts(host: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "rule-path"])
+@pytest.mark.parametrize(
+    "path", ["fast", "plain", "rule"], ids=["fast-path", "fast-path-plain-validator", "rule-path"]
+)
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_each_file_gets_the_hosts_verdict(
-    case: dict[str, Any], fast: bool, dirs: CaseDirs, monkeypatch: pytest.MonkeyPatch
+    case: dict[str, Any], path: str, dirs: CaseDirs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = expected_host(case, dirs)
     if "error" in expected:
         with pytest.raises(Exception, match="512|scope key|USAGE"):
             _store_for(case, dirs)
         return
-    monkeypatch.setattr(model, "FAST_PATH", fast)
+    monkeypatch.setattr(model, "FAST_PATH", path != "rule")
     store, file = _store_for(case, dirs)
     data = write_validation_case(case, dirs).read_bytes()
-    assert _verdicts(data, store.view(file).location) == _host_verdicts(expected)
+    if path == "plain":  # the fall-back when the constrained build fails
+        with plain_line_validator(monkeypatch):
+            got = _verdicts(data, store.view(file).location)
+    else:
+        got = _verdicts(data, store.view(file).location)
+    assert got == _host_verdicts(expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
