@@ -40,8 +40,10 @@ from .model import (
     Scope,
     Status,
     Verification,
+    dumps_js,
     is_expired,
     js_trim,
+    loads_js,
     now_ms,
     parse_line,
     text_ok,
@@ -561,7 +563,7 @@ def used_version(record: Record, now: int, location: Location) -> Record:
     """The record after one more use, as the host's ``markUsed`` writes it: ``updatedAt`` and
     ``lastUsedAt`` now, ``useCount`` + 1, everything else (the revision too) unchanged.
     """
-    data = json.loads(record.to_line())
+    data = loads_js(record.to_line().decode())
     out: dict[str, object] = {}
     for key, value in data.items():
         if key == "lastUsedAt":
@@ -571,7 +573,7 @@ def used_version(record: Record, now: int, location: Location) -> Record:
             out["updatedAt"] = max(now, record.updatedAt)
             out["lastUsedAt"] = now
     out["useCount"] = record.useCount + 1
-    line = json.dumps(out, separators=(",", ":"), allow_nan=False).encode()
+    line = dumps_js(out, ensure_ascii=True).encode()
     used = parse_line(line, location)
     if not isinstance(used, Record):  # pragma: no cover - the record was valid here
         raise StoreError(ErrorCode.INVALID_RECORD, f"{record.id}: its use cannot be recorded")

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import compress
-from json.scanner import make_scanner
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,6 +40,7 @@ from .model import (
     SCHEMA_VERSION,
     Origin,
     ProvenanceKind,
+    RawJSON,
     Record,
     RecordInvalid,
     RecordType,
@@ -48,9 +48,14 @@ from .model import (
     Status,
     Verification,
     content_hash,
+    dumps_js,
     import_id,
+    js_float,
+    js_int,
     js_trim,
+    loads_js,
     record_from_json,
+    scan_js,
     utf8,
     validate_record,
 )
@@ -335,11 +340,10 @@ def _export_line(record: Record, group: str | None) -> bytes:
     data = record.to_json()  # governance filled in
     if group is not None:
         data["governance"].setdefault("conflictGroup", group)
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
-        return text.encode("utf-8")
+        return dumps_js(data).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate the host accepted: escaped, as JSON.stringify
-        return json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+        return dumps_js(data, ensure_ascii=True).encode()
 
 
 # ------------------------------------------------------------------------- Markdown
@@ -569,13 +573,6 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"{text} is too large for a number")
-    return value
-
-
 def _check_value(value: Any, level: int, label: str, where: str) -> None:
     """BUNDLE_INVALID if ``value``, one level below ``level``, nests deeper than ``MAX_DEPTH``
     or holds NaN or Infinity (pydantic's reader accepts them and would write them back as
@@ -588,6 +585,8 @@ def _check_value(value: Any, level: int, label: str, where: str) -> None:
             children: Iterable[Any] = item.values()
         elif isinstance(item, list):
             children = item
+        elif type(item) is RawJSON and item.text[:1] in "[{":  # only past MAX_NESTING
+            raise _invalid(f"{label}: {where} is nested deeper than {MAX_DEPTH} levels")
         else:
             if isinstance(item, float) and not math.isfinite(item):
                 raise _invalid(f"{label}: {where}: NaN or Infinity is not a JSON number")
@@ -624,8 +623,6 @@ class _Bundle(BaseModel):
     records: Annotated[list[Record], Field(fail_fast=True)]
 
 
-_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-_SCAN = make_scanner(_JSON)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _TOP_LEVEL_TYPES = {
     "[": "list",
@@ -640,6 +637,12 @@ _TOP_LEVEL_TYPES = {
 # record allowed is left to the bounded reader: pydantic's reader would first build a tree of
 # every one of them (a million ``{}``: hundreds of MB) before seeing how many records there are.
 _FAST_PATH_CONTAINERS = 64 * MAX_BUNDLE_RECORDS
+
+
+# What pydantic's reader takes for a float that is not finite: NaN and Infinity (not JSON),
+# and numbers past the largest double (JSON.parse's Infinity, which ``scan_js`` keeps as text).
+# Words in strings match too; they only cost the slow path.
+_NOT_FINITE = re.compile(r"NaN|Infinity|[eE]\+?0*[1-9][0-9]{2}|[0-9]{300}")
 
 
 class _NotPlain(Exception):
@@ -666,7 +669,7 @@ def _loads_bounded(text: str, label: str) -> Any:
             pos += 1
         else:
             while True:
-                key, pos = _SCAN(text, pos)
+                key, pos = scan_js(text, pos)
                 if not isinstance(key, str):
                     raise _NotPlain
                 pos = space(text, pos).end()
@@ -676,7 +679,7 @@ def _loads_bounded(text: str, label: str) -> Any:
                 if key == "records" and text.startswith("[", pos):
                     obj[key], pos = _records_bounded(text, pos, label)
                 else:
-                    obj[key], pos = _SCAN(text, pos)  # the last of a repeated key wins
+                    obj[key], pos = scan_js(text, pos)  # the last of a repeated key wins
                 pos = space(text, pos).end()
                 if text.startswith("}", pos):
                     pos += 1
@@ -688,7 +691,10 @@ def _loads_bounded(text: str, label: str) -> Any:
             raise _NotPlain
         return obj
     except (_NotPlain, StopIteration, ValueError, RecursionError):
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        # Its messages; a number Python cannot hold is not an error (JSON.parse takes it).
+        return json.loads(
+            text, parse_constant=_reject_constant, parse_float=js_float, parse_int=js_int
+        )
 
 
 def _records_bounded(text: str, pos: int, label: str) -> tuple[list[Any], int]:
@@ -700,7 +706,7 @@ def _records_bounded(text: str, pos: int, label: str) -> tuple[list[Any], int]:
     if text.startswith("]", pos):
         return entries, pos + 1
     while True:
-        entry, pos = _SCAN(text, pos)
+        entry, pos = scan_js(text, pos)
         entries.append(entry)
         if len(entries) > MAX_BUNDLE_RECORDS:
             raise _too_many(label)
@@ -735,7 +741,7 @@ def _parse_json(text: str, label: str) -> dict[str, Any]:
         raise _invalid(f"{label}: the top level is a JSON {_json_type(obj)}, not an object")
     version = obj.get("schemaVersion")
     if not _is_version_1(version):
-        shown = "missing" if "schemaVersion" not in obj else json.dumps(version)
+        shown = "missing" if "schemaVersion" not in obj else dumps_js(version)
         raise _invalid(
             f"{label}: schemaVersion is {shown}; this tool reads bundles of schemaVersion 1"
         )
@@ -753,6 +759,8 @@ def _read_bundle(data: bytes, label: str) -> tuple[list[Any], dict[str, Any]]:
     try:
         if text.count("{") + text.count("[") > _FAST_PATH_CONTAINERS:
             raise ValueError("too many values for the fast path")
+        if _NOT_FINITE.search(text):  # pydantic's reader would make a float of it
+            raise ValueError("NaN, Infinity or a number past a float: the slow path reads it")
         fast = _Bundle.model_validate_json(text, strict=True)
         if fast.schemaVersion != SCHEMA_VERSION:
             raise ValueError("not schemaVersion 1: the slow path says so")
@@ -1059,7 +1067,7 @@ def _markdown_record(section: MarkdownSection, plan: ImportPlan, note: str, now:
     try:
         record = Record.model_validate(data)
     except ValidationError:  # the host's rule and message instead of pydantic's
-        return record_from_json(json.loads(json.dumps(data)))
+        return record_from_json(loads_js(dumps_js(data)))
     return validate_record(record)
 
 

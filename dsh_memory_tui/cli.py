@@ -7,7 +7,6 @@ Commands that write print the id they wrote alone on the last line of stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -17,7 +16,7 @@ from . import __version__, lint
 from .agent_view import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
 from .errors import ErrorCode, StoreError
 from .ids import short_ids
-from .model import Record, Scope, SourceRef, Status, Verification, records_json
+from .model import Record, Scope, SourceRef, Status, Verification, dumps_js, records_json
 from .present import (
     ADDED,
     CONTEXT,
@@ -244,7 +243,7 @@ def _print_record(
 
 
 def _dump(obj: Any) -> None:
-    sys.stdout.write(json_for_terminal(json.dumps(obj, ensure_ascii=False, indent=2)) + "\n")
+    sys.stdout.write(json_for_terminal(dumps_js(obj, indent=2)) + "\n")
 
 
 # ------------------------------------------------------------------------- commands

@@ -5,13 +5,12 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .model import Origin, Record, Scope, Status, Verification, is_expired
+from .model import Origin, Record, Scope, Status, Verification, dumps_js, is_expired
 from .sources import Check, needs_checking
 
 SHORT_ORIGIN = {
@@ -371,7 +370,7 @@ def record_facts(
             rows.append(("expires", f"{relative(g.expiresAt, now)} ({when(g.expiresAt)})"))
     if conflict_group is not None or g.conflictGroup is not None:
         group = conflict_group if conflict_group is not None else g.conflictGroup
-        text = group if isinstance(group, str) else json.dumps(group)
+        text = group if isinstance(group, str) else dumps_js(group, separators=(", ", ": "))
         if rivals:
             text += f" ({rivals} other active version{'s' if rivals != 1 else ''})"
         rows.append(("conflict", text))

@@ -686,11 +686,26 @@ def test_a_deeply_nested_bundle_is_refused(empty_store: MemoryStore, depth: int)
     assert "nested deeper than 64 levels" in bundle_error(empty_store, top)
 
 
-@pytest.mark.parametrize("value", [b"NaN", b"-Infinity", b"1e999"])
+@pytest.mark.parametrize("value", [b"NaN", b"-Infinity"])
 def test_nan_or_infinity_in_a_record_is_refused(empty_store: MemoryStore, value: bytes):
+    # Not JSON: the host's JSON.parse refuses the whole bundle too.
     entry = json.dumps(record_json("a", "b")).encode()[:-1] + b', "extra": [%s]}' % value
     message = bundle_error(empty_store, b'{"schemaVersion": 1, "records": [%s]}' % entry)
-    assert "records[0]: NaN or Infinity is not a JSON number" in message
+    assert f"not valid JSON: {value.decode()} is not a JSON number" in message
+
+
+@pytest.mark.parametrize(
+    "value", [b"1e999", b"-2.5E+400", b"7" * 5000, b"-" + b"3" * 5000, b"4" * 400 + b".25"]
+)
+def test_a_number_past_what_python_holds_imports_and_is_written_as_it_was(
+    empty_store: MemoryStore, value: bytes
+):
+    # JSON.parse takes it (as Infinity or a large float): the host imports the record.
+    entry = json.dumps(record_json("a", "b")).encode()[:-1] + b', "extra": [%s]}' % value
+    plan = plan_import(empty_store, b'{"schemaVersion": 1, "records": [%s]}' % entry, "project")
+    assert len(plan.new) == 1 and not plan.invalid
+    apply_import(empty_store, plan)
+    assert b'"extra":[%s]' % value in plan.target.path.read_bytes()
 
 
 def test_records_repeating_an_id_are_each_imported_as_the_host_does(empty_store: MemoryStore):
