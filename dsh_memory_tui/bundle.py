@@ -53,6 +53,7 @@ from .model import (
     js_float,
     js_int,
     js_trim,
+    json_space_end,
     loads_js,
     record_from_json,
     scan_js,
@@ -623,7 +624,6 @@ class _Bundle(BaseModel):
     records: Annotated[list[Record], Field(fail_fast=True)]
 
 
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _TOP_LEVEL_TYPES = {
     "[": "list",
     '"': "string",
@@ -655,8 +655,8 @@ def _loads_bounded(text: str, label: str) -> Any:
     the rest. Anything else (not an object, bad JSON) is read by ``json.loads`` itself, for
     its messages.
     """
-    space = _JSON_SPACE.match
-    pos = space(text, 0).end()
+    space = json_space_end
+    pos = space(text, 0)
     top = _TOP_LEVEL_TYPES.get(text[pos : pos + 1])
     if top is not None:  # said without reading it: a list of a million values costs nothing
         raise _invalid(f"{label}: the top level is a JSON {top}, not an object")
@@ -664,7 +664,7 @@ def _loads_bounded(text: str, label: str) -> Any:
         if not text.startswith("{", pos):
             raise _NotPlain
         obj: dict[str, Any] = {}
-        pos = space(text, pos + 1).end()
+        pos = space(text, pos + 1)
         if text.startswith("}", pos):
             pos += 1
         else:
@@ -672,22 +672,22 @@ def _loads_bounded(text: str, label: str) -> Any:
                 key, pos = scan_js(text, pos)
                 if not isinstance(key, str):
                     raise _NotPlain
-                pos = space(text, pos).end()
+                pos = space(text, pos)
                 if not text.startswith(":", pos):
                     raise _NotPlain
-                pos = space(text, pos + 1).end()
+                pos = space(text, pos + 1)
                 if key == "records" and text.startswith("[", pos):
                     obj[key], pos = _records_bounded(text, pos, label)
                 else:
                     obj[key], pos = scan_js(text, pos)  # the last of a repeated key wins
-                pos = space(text, pos).end()
+                pos = space(text, pos)
                 if text.startswith("}", pos):
                     pos += 1
                     break
                 if not text.startswith(",", pos):
                     raise _NotPlain
-                pos = space(text, pos + 1).end()
-        if space(text, pos).end() != len(text):
+                pos = space(text, pos + 1)
+        if space(text, pos) != len(text):
             raise _NotPlain
         return obj
     except (_NotPlain, StopIteration, ValueError, RecursionError):
@@ -700,9 +700,9 @@ def _loads_bounded(text: str, label: str) -> Any:
 def _records_bounded(text: str, pos: int, label: str) -> tuple[list[Any], int]:
     """The JSON list at ``text[pos]`` and the position after it; BUNDLE_INVALID at its
     ``MAX_BUNDLE_RECORDS + 1``-th entry."""
-    space = _JSON_SPACE.match
+    space = json_space_end
     entries: list[Any] = []
-    pos = space(text, pos + 1).end()
+    pos = space(text, pos + 1)
     if text.startswith("]", pos):
         return entries, pos + 1
     while True:
@@ -710,12 +710,12 @@ def _records_bounded(text: str, pos: int, label: str) -> tuple[list[Any], int]:
         entries.append(entry)
         if len(entries) > MAX_BUNDLE_RECORDS:
             raise _too_many(label)
-        pos = space(text, pos).end()
+        pos = space(text, pos)
         if text.startswith("]", pos):
             return entries, pos + 1
         if not text.startswith(",", pos):
             raise _NotPlain
-        pos = space(text, pos + 1).end()
+        pos = space(text, pos + 1)
 
 
 def _is_version_1(value: Any) -> bool:

@@ -98,7 +98,7 @@ def _source_ref(value: str) -> SourceRef:
     kind, sep, ident = value.partition(":")
     if not sep or not kind or not ident:
         raise argparse.ArgumentTypeError(f"{value!r} is not KIND:ID (for example session:abc)")
-    return SourceRef(kind=kind, id=ident)
+    return SourceRef.model_validate({"kind": kind, "id": ident})
 
 
 def _session(args: argparse.Namespace) -> Session | None:

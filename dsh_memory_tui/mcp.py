@@ -423,7 +423,9 @@ def build_server(memory: MemoryServer) -> Any:
             Any, Field(description="Short title (max 256 bytes).", json_schema_extra=text)
         ],
         content: Annotated[Any, Field(description="Content (max 64 KiB).", json_schema_extra=text)],
-        ctx: Context,
+        # The SDK's class, imported when the server is built (the SDK is optional): mypy sees a
+        # variable; the SDK reads the annotation at runtime to pass the request's context.
+        ctx: Context,  # type: ignore[valid-type]
         tags: Annotated[
             Any,
             Field(
@@ -462,7 +464,7 @@ def build_server(memory: MemoryServer) -> Any:
             ),
         ] = None,
     ) -> str:
-        call_id = tool_call_id(ctx.request_context.meta)
+        call_id = tool_call_id(ctx.request_context.meta)  # type: ignore[attr-defined]
         return run(lambda: memory.propose(type, title, content, tags, scope, call_id, citations))
 
     @server.tool(

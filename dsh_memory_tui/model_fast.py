@@ -186,7 +186,8 @@ _CONTENT_PATTERN = (
 _HASH_PATTERN = "^sha256:[0-9a-f]{64}$"
 
 _VALIDATE_LINE: LineValidator | None = None  # line_validator(), once built
-_KIND: Literal["constrained", "plain"] | None = None
+Kind = Literal["constrained", "plain", "off"]
+_KIND: Kind | None = None
 # While the line validator builds, the model classes say "incomplete": a schema built over
 # them then (the app loads in a thread) would be refused. Every lazy schema build takes this.
 _SCHEMA_BUILD = threading.Lock()
@@ -215,14 +216,17 @@ def line_validator() -> LineValidator:
                 validate = None
             if validate is not None and _constraints_hold(validate):
                 _VALIDATE_LINE, _KIND = validate, "constrained"
-            else:
+            elif _last_key_wins(plain_validator):
                 _VALIDATE_LINE, _KIND = _checked_plain, "plain"
+            else:  # a reader that gives JSON another meaning: the host-order path decides all
+                _VALIDATE_LINE, _KIND = _decides_nothing, "off"
         return _VALIDATE_LINE
 
 
-def validator_kind() -> Literal["constrained", "plain"]:
+def validator_kind() -> Kind:
     """Which line validator the fast path uses: "plain" when the constrained one could not be
-    built (same verdicts, slower).
+    built (same verdicts, slower); "off" when pydantic's reader does not read JSON as
+    JSON.parse does (a repeated key's last value), so every line goes the host-order path.
     """
     line_validator()
     assert _KIND is not None  # noqa: S101 (set by line_validator)
@@ -339,11 +343,11 @@ _PROBE = (
 
 
 def _constraints_hold(validate: LineValidator) -> bool:
-    """True if ``validate`` takes a usual line, makes a plain ``Record`` of it, and refuses
-    what ``line_validator`` added rules against.
+    """True if ``validate`` takes a usual line, makes a plain ``Record`` of it, reads a
+    repeated key as JSON.parse does, and refuses what ``line_validator`` added rules against.
     """
     try:
-        if type(validate(_PROBE, strict=True)) is not Record:
+        if type(validate(_PROBE, strict=True)) is not Record or not _last_key_wins(validate):
             return False
     except ValidationError:
         return False
@@ -367,6 +371,21 @@ def _constraints_hold(validate: LineValidator) -> bool:
             continue
         return False
     return True
+
+
+def _last_key_wins(validate: LineValidator) -> bool:
+    """True if ``validate`` keeps a repeated key's last value (JSON.parse does; pydantic's
+    reader kept the first before 2.11)."""
+    twice = _PROBE.replace(b'"title":"t"', b'"title":"first","title":"t"')
+    try:
+        return bool(validate(twice, strict=True).title == "t")
+    except ValidationError:
+        return False
+
+
+def _decides_nothing(line: bytes, strict: bool = True) -> Record:
+    """The "off" line validator: every line goes the host-order path."""
+    raise ValidationError.from_exception_data("Record", [])
 
 
 def _checked_plain(line: bytes, strict: bool = True) -> Record:

@@ -121,3 +121,23 @@ def test_no_module_but_the_fence_touches_pydantics_internals() -> None:
         if _INTERNALS.search(line)
     ]
     assert offenders == []
+
+
+def test_a_reader_that_keeps_a_repeated_keys_first_value_turns_the_fast_path_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pydantic before 2.11 kept the first value; JSON.parse keeps the last.
+    cases = _corpus_lines()
+    monkeypatch.setattr(model, "FAST_PATH", False)
+    host_order = [_verdict(raw, loc) for raw, loc in cases]
+    monkeypatch.setattr(model, "FAST_PATH", True)
+    monkeypatch.setattr(model_fast, "_last_key_wins", lambda validate: False)
+    model_fast.reset_line_validator()
+    try:
+        assert model_fast.validator_kind() == "off"
+        assert not any(model.usual_run([raw], 0, loc)[0] for raw, loc in cases)
+        assert [_verdict(raw, loc) for raw, loc in cases] == host_order
+    finally:
+        monkeypatch.undo()
+        model_fast.reset_line_validator()
+    assert model_fast.validator_kind() == "constrained"

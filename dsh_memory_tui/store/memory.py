@@ -220,7 +220,8 @@ class MemoryStore:
         if scope in (None, Scope.SESSION):
             known = {p: v.file for p, v in self._views.items() if v.scope is Scope.SESSION}
             for path in self.paths.session_paths():
-                out.append(known.pop(path, None) or self.paths.session_file_at(path))
+                found = known.pop(path, None)
+                out.append(found if found is not None else self.paths.session_file_at(path))
             out.extend(known.values())  # deleted since: refreshing them reports the removal
         return out
 

@@ -234,7 +234,7 @@ class FileView:
                     run.append(entry.result)
                     entry = None
             for result in run:
-                if type(result) is Record:
+                if isinstance(result, Record):
                     if self.scope_key is None:
                         self.scope_key = result.scopeKey
                     apply(result)

@@ -16,6 +16,7 @@ import bisect
 import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TypeAlias
 
 from rich.cells import cell_len, chop_cells
 from rich.console import Console, Group, RenderableType
@@ -53,6 +54,8 @@ PREVIEW_CHARS = 10_000
 
 GUTTER = "▎ "  # before every line of content: content cannot draw a line without it
 _RAW = "raw content"  # a part standing for the content's raw text, wrapped lazily (_RawLines)
+# A part of the pane: a renderable, ``_RAW``, or a renderable drawn behind the gutter.
+Part: TypeAlias = "RenderableType | _Guttered"
 _WARNING = Style(bold=True, reverse=True)
 _BOLD = Style(bold=True)
 _HEADING = Style(bold=True, dim=True)
@@ -177,7 +180,7 @@ class DetailPane(ScrollView):
         self._history: Sequence[Record] = ()
         self._now: int | None = None
         self._note: tuple[str, tuple[str, ...]] | None = None
-        self._parts: list[RenderableType | str] = [Text("No record selected", style="dim")]
+        self._parts: list[Part] = [Text("No record selected", style="dim")]
         # The rendered parts: strips, or the raw content wrapped on demand.
         self._blocks: list[list[Strip] | _RawLines] = []
         self._block_starts: list[int] = [0]
@@ -275,10 +278,10 @@ class DetailPane(ScrollView):
         self.raw = not self.raw
         self._show_record(scroll=False)
 
-    def _record_parts(self, meta: Text) -> list[RenderableType | str]:
+    def _record_parts(self, meta: Text) -> list[Part]:
         record = self._record
         assert record is not None
-        parts: list[RenderableType | str] = []
+        parts: list[Part] = []
         warnings = []
         hidden = record_hidden_characters(record)
         if hidden:
@@ -367,7 +370,7 @@ class DetailPane(ScrollView):
         self._key = None
         self._set([Text(visible(title), style=_BOLD), Text(""), *(Text(visible(t)) for t in lines)])
 
-    def _set(self, parts: list[RenderableType | str], *, scroll: bool = True) -> None:
+    def _set(self, parts: list[Part], *, scroll: bool = True) -> None:
         self._parts = parts
         self._rendered_width = -1
         self._render_lines()
@@ -402,8 +405,9 @@ class DetailPane(ScrollView):
 
         def flush() -> None:
             if pending:
-                if all(isinstance(p, Text) for p in pending):
-                    blocks.append(text_strips(pending, width, self.rich_style, self.app.console))
+                texts = [p for p in pending if isinstance(p, Text)]
+                if len(texts) == len(pending):
+                    blocks.append(text_strips(texts, width, self.rich_style, self.app.console))
                 else:
                     lines = self.app.console.render_lines(
                         Group(*pending), options, style=self.rich_style, pad=True
@@ -503,7 +507,7 @@ class _Rendered:
         self,
         width: int,
         style: Style,
-        parts: list[RenderableType | str],
+        parts: list[Part],
         blocks: list[list[Strip] | _RawLines],
         starts: list[int],
     ) -> None:
