@@ -332,7 +332,7 @@ def _ranked(
             ) from None
     if query is not None:
         query = check_query(query)
-    records = []
+    records: list[Record] = []
     for view in _views(store, files):
         if cache is not None:
             served = cache.served(view, at)
@@ -349,9 +349,7 @@ def _ranked(
     keyed: list[tuple[tuple[int | bool, ...], Record]]
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).
-        keyed: list[tuple[tuple[int, ...], Record]] = [
-            ((not r.governance.pinned, -r.updatedAt), r) for r in records
-        ]
+        keyed = [((not r.governance.pinned, -r.updatedAt), r) for r in records]
     else:
         # The host's search order, pinned first among records of one rank.
         texts = cache if cache is not None else ServeCache()
@@ -385,7 +383,7 @@ def served_records(
     return _best(_ranked(store, audience, **criteria), safe_limit(limit))
 
 
-def _best(keyed: list[tuple[tuple[int, ...], Record]], limit: int) -> list[Record]:
+def _best(keyed: list[tuple[tuple[int | bool, ...], Record]], limit: int) -> list[Record]:
     """The first ``limit`` records by (key, the host's ``localeCompare`` of the id). The id's
     collation key is costly, so it is computed only for the records that can make the cut.
     """

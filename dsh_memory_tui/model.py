@@ -5,10 +5,10 @@ one place the host's rules live (SPEC 4: its ``validateRecord`` and ``validateGo
 for rule and limit for limit, with the host's message for each). A line gets the same verdict
 here as in the host (``tests/interop`` replays the host's own verdicts).
 
-Two paths give one verdict: pydantic parses the usual line in Rust (strict types), then
-``_fast_ok`` checks what types cannot say (bytes, control characters, JS ``trim``, safe
-integers). Any line either path doubts goes to ``_validate_value``, which follows the host's
-order of checks over ``json.loads`` output and says which rule broke.
+Two paths give one verdict: ``model_fast`` (the fast path, and the only module that uses
+pydantic's internals) parses the usual line in Rust and checks what types cannot say; any line
+it doubts goes to ``_validate_value``, which follows the host's order of checks over
+``loads_js`` output (JSON as JSON.parse reads it, at any depth) and says which rule broke.
 """
 
 from __future__ import annotations
