@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
+from typing import Any
 from urllib.parse import urlsplit
 
 from .model import Record
@@ -95,9 +96,10 @@ def _detectors() -> _Detectors:
     from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
     from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, DENYLIST
 
+    classes: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
     detectors = [
         cls()  # type: ignore[misc]
-        for cls in get_mapping_from_secret_type_to_class().values()
+        for cls in classes
         if issubclass(cls, RegexBasedDetector) and cls.__name__ != "IPPublicDetector"
     ]
     patterns = [(p, str(d.secret_type)) for d in detectors for p in d.denylist]
