@@ -291,11 +291,11 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
         governed = GOVERNED[action]
     first: StoreError | None = None
     for r in records:
-        error = refused(r, governed, here.now)
-        if error is None:
+        refusal = refused(r, governed, here.now)
+        if refusal is None:
             return None
         if first is None:
-            first = with_hint(error, governed, r)
+            first = with_hint(refusal, governed, r)
     assert first is not None
     if len(records) > 1:
         return (first.code, f"none of the {len(records)} marked records: {first.message}")

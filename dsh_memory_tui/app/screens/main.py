@@ -705,14 +705,14 @@ class MainScreen(Screen[None]):
             return agent_data(app.store, app.session)
 
         def reload(show: Callable[[AgentData], None]) -> None:  # after a lever's write
-            app.run_read(read, show, refused)
+            app.run_read(read, show, failed)
 
         def show(data: AgentData) -> None:
             app.flags.agent_view_due = False
             if self.is_active:  # not under a dialog opened meanwhile
                 app.push_screen(AgentScreen(data, reload))
 
-        def refused(exc: StoreError) -> None:
+        def failed(exc: StoreError) -> None:
             app.flags.agent_view_due = False
             app.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
 
@@ -720,7 +720,7 @@ class MainScreen(Screen[None]):
             return  # W pressed again while it reads
         app.flags.agent_view_due = True
         # Read in a worker, after any write the app is running (run_read).
-        app.run_read(read, show, refused)
+        app.run_read(read, show, failed)
 
     def action_copy_id(self) -> None:
         """``y``: the cursor's record id to the clipboard (Textual's copy: OSC 52, which the
