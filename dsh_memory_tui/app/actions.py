@@ -127,6 +127,13 @@ ACTIONS: list[Key] = [
         "copy the selected record's id to the clipboard (the terminal's, OSC 52)",
         footer=False,
     ),
+    Key(
+        "ctrl+r",
+        "reload",
+        "Reload",
+        "reload: every tab rebuilt from what its file holds now (after a REVISION_CONFLICT)",
+        footer=False,
+    ),
     Key("question_mark", "help", "Help", "this help"),
     Key("q", "quit", "Quit", "quit"),
 ]

@@ -205,9 +205,10 @@ class StoreWorkers(App[None]):
                 severity: SeverityLevel = (
                     "warning" if error.code == ErrorCode.INVALID_TRANSITION else "error"
                 )
-                self.notify(
-                    error.message, title=f"error[{error.code}]", severity=severity, timeout=8
-                )
+                message = error.message
+                if error.code == ErrorCode.REVISION_CONFLICT:
+                    message += " (ctrl+r reloads every tab)"
+                self.notify(message, title=f"error[{error.code}]", severity=severity, timeout=8)
             self.sync()  # first: ``done`` may move the cursor to what was written
             if error is None and isinstance(done, str):
                 self.notify(done)

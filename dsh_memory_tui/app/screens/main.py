@@ -722,6 +722,13 @@ class MainScreen(Screen[None]):
         # Read in a worker, after any write the app is running (run_read).
         app.run_read(read, show, failed)
 
+    def action_reload(self) -> None:
+        """``ctrl+r``: what every file holds now, read, and every tab rebuilt from it (what a
+        REVISION_CONFLICT asks for; the watcher keeps the tabs current otherwise)."""
+        app = self.memory
+        app.full_sync()
+        app.notify("every tab shows what its file holds now", title="Reloaded")
+
     def action_copy_id(self) -> None:
         """``y``: the cursor's record id to the clipboard (Textual's copy: OSC 52, which the
         terminal, tmux or an ssh link passes on to the system's clipboard)."""
