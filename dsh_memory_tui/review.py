@@ -141,12 +141,16 @@ def session_groups(views: Iterable[FileView]) -> dict[str, str]:
 
 
 def tab_rule(
-    scope: Scope | None, show_inactive: Callable[[], bool], review_derived: Callable[[], bool]
+    scope: Scope | None,
+    show_inactive: Callable[[], bool],
+    review_derived: Callable[[], bool],
+    rereview: Callable[[str], bool] = lambda rid: False,
 ) -> Callable[[Record], bool]:
-    """A tab's membership: the review queue (``scope`` None) or one scope's records, active
-    ones only unless archived and forgotten are shown. The flags are read at each call."""
+    """A tab's membership: the review queue (``scope`` None: proposals, and verified records
+    whose cited code changed, ``rereview``) or one scope's records, active ones only unless
+    archived and forgotten are shown. The flags are read at each call."""
     if scope is None:
-        return lambda r: r.in_review_queue(review_derived())
+        return lambda r: r.in_review_queue(review_derived()) or rereview(r.id)
     return lambda r: r.scope is scope and (show_inactive() or r.status is Status.ACTIVE)
 
 

@@ -61,6 +61,14 @@ ACTIONS: list[Key] = [
         "conflict group or near-duplicates: side by side, keep one (or M: merge them)",
     ),
     Key(
+        "d",
+        "source_diff",
+        "Diff since cited",
+        "the record's citations: each one's state and the diff since it was cited; "
+        "R re-verifies, e edits, a archives, f forgets",
+        footer=False,
+    ),
+    Key(
         "slash",
         "filter",
         "Filter",
@@ -175,7 +183,7 @@ GOVERNED = {
     "restore": Action.RESTORE,
 }
 # Actions on the cursor's record only (the others act on the marked rows, else the cursor's).
-ON_CURSOR = frozenset({"forget", "keep"})
+ON_CURSOR = frozenset({"forget", "keep", "source_diff"})
 # What a session group's header lists as allowed or not (the rest needs another scope's tab).
 SESSION_REVIEW_ACTIONS = ("verify", "reject", "pin", "archive", "restore", "forget", "copy")
 
@@ -210,6 +218,8 @@ class Here:
     # The record's near-duplicates it can be merged with (K compares them), or [].
     near: Callable[[Record], list[Record]] = _no_group
     adoptable: bool = False  # the tab's file holds lines of another workspace
+    # Ids of the records whose cited code changed or is gone (as last checked).
+    rereview: Collection[str] = ()
 
 
 def pin_action(records: Sequence[Record]) -> tuple[Action, list[Record]]:
@@ -254,6 +264,10 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
         return ("UNAVAILABLE", "the store is still loading")
     if action == "adopt":
         return None if here.adoptable else ("UNAVAILABLE", NO_ADOPT)
+    if action == "source_diff":
+        if records and any(r.kind == "file" for r in records[0].governance.sourceRefs):
+            return None
+        return ("UNAVAILABLE", "this record cites no file (e edits its citations)")
     if action not in WRITE_ACTIONS:
         return None
     if action in ON_CURSOR:
@@ -294,6 +308,12 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
         return (code, f"cannot keep {one.id}: {why}")
     if action == "pin":
         governed, records = pin_action(records)
+        if governed is Action.PIN and all(r.id in here.rereview for r in records):
+            return (
+                ErrorCode.INVALID_TRANSITION,
+                f"cannot pin {records[0].id}: its cited code changed or is gone; d shows the "
+                "diff, R there re-verifies",
+            )
     else:
         governed = GOVERNED[action]
     first: StoreError | None = None

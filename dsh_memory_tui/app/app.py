@@ -44,6 +44,7 @@ from .evidence import Evidence, RecordEvidence, flag_lines
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
 from .screens.main import EDITABLE_SCOPES, MainScreen
+from .source_review import SourceReview
 from .widgets.ask_bar import AskBar
 from .widgets.keybar import KeyBar
 from .widgets.record_table import RecordTable
@@ -90,6 +91,8 @@ class MemoryApp(StoreWorkers):
         self.evidence = Evidence()
         self._evidence_running = False
         self._evidence_due = False
+        # Citations: checked in a worker, again every few seconds (``source_review``).
+        self.source_review = SourceReview(self)
 
     # ------------------------------------------------------------------ layout
 
@@ -101,15 +104,20 @@ class MemoryApp(StoreWorkers):
         with TabbedContent(id="tabs", initial=self.initial_tab):
             for spec in TABS:
                 with TabPane(spec.title, id=spec.id):
+                    rereview = self.source_review.states.needs_review
                     pane = RecordPane(
                         spec,
                         tab_rule(
-                            spec.scope, lambda: flags.show_inactive, lambda: flags.review_derived
+                            spec.scope,
+                            lambda: flags.show_inactive,
+                            lambda: flags.review_derived,
+                            rereview,
                         ),
                         self.store.paths.root_id,
                         self._open_conflict,
                         self.store.clock,
                         self.evidence,
+                        rereview,
                     )
                     pane.in_view = spec.id == self.initial_tab
                     yield pane
@@ -201,6 +209,7 @@ class MemoryApp(StoreWorkers):
                 return
             if self.watch_enabled:
                 self.watch_store()
+            self.source_review.start()
         self.active_pane.table.focus()
         self._status()
 
@@ -240,6 +249,7 @@ class MemoryApp(StoreWorkers):
         self._update_bindings()
         if self.watch_enabled:
             self.watch_store()
+        self.source_review.start()
 
     def full_sync(self) -> None:
         """Read everything new and rebuild every tab (first load, a file replaced, toggles)."""
@@ -563,6 +573,7 @@ class MemoryApp(StoreWorkers):
             now=now,
             evidence=self.record_evidence(record),
             served=self.served_line(record, now),
+            citations=self.source_review.states.of(record.id),
         )
 
     def served_line(self, record: Record, now: int) -> str | None:
@@ -577,6 +588,22 @@ class MemoryApp(StoreWorkers):
     def record(self, rid: str) -> Record | None:
         view = self.index.get(rid)
         return view.current.get(rid) if view else None
+
+    def shown_records(self) -> list[Record]:
+        """Every current record the tabs know (what the citation checks look at)."""
+        return [r for rid, view in self.index.items() if (r := view.current.get(rid))]
+
+    def records_changed(self, ids: set[str]) -> None:
+        """Records whose citations' state changed: their rows, tabs and detail again."""
+        records = [r for rid in ids if (r := self.record(rid)) is not None]
+        with self.batch_update():
+            for pane in self.panes():
+                pane.apply(records)
+            self._after_sync()
+
+    def act_on(self, record_id: str, action: str) -> None:
+        """The diff view's edit, archive or forget (``MainScreen.act_on``)."""
+        self.main.act_on(record_id, action)
 
     def current_record(self, pane: RecordPane | None = None) -> Record | None:
         key = (pane or self.active_pane).table.cursor_key

@@ -16,6 +16,7 @@ from textual.widgets import Static
 from ..lint import FLAG_KINDS, Flag, kinds
 from ..model import Origin, Record, RecordType, Scope, Status, Verification, now_ms
 from ..present import SHORT_ORIGIN, expired_at, markers, when
+from .citations import REREVIEW_FLAG
 from .evidence import Evidence
 from .labels import session_label
 from .widgets.detail import DetailPane
@@ -63,7 +64,7 @@ FIELD_VALUES: dict[str, tuple[str, ...]] = {
     "scope": tuple(s.value for s in Scope),
 }
 # Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
-FILTER_FLAGS = ("pinned", "stale", "expired")
+FILTER_FLAGS = ("pinned", "stale", "expired", REREVIEW_FLAG)
 FILTER_HINT = (
     "filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
     "verification: scope: tag:   (/ to focus)"
@@ -168,6 +169,8 @@ class RecordFilter:
         of a filter narrows it; so the pane tests only what it showed."""
         if not set(other.flags) <= set(self.flags):
             return False
+        if REREVIEW_FLAG in self.flags:
+            return False  # cited code changes without a record changing: test them all
         if "expired" in self.flags and self.now != other.now:
             return False  # time passed: what expired since was not among what it showed
         if not all(any(w in mine for mine in self.words) for w in other.words):
@@ -185,13 +188,17 @@ class RecordFilter:
         conflict: str | None = None,
         text: str | None = None,
         flags: Sequence[Flag] = (),
+        rereview: Callable[[str], bool] = lambda rid: False,
     ) -> bool:
         """``conflict``: the record's open conflict group, if it is in one; ``text``: its
-        ``searched_text``, when the caller keeps it; ``flags``: its risk flags (``flag:``)."""
+        ``searched_text``, when the caller keeps it; ``flags``: its risk flags (``flag:``);
+        ``rereview``: whether a record's cited code changed."""
         g = r.governance
         for flag in self.flags:
             if flag == "pinned":
                 ok = g.pinned
+            elif flag == REREVIEW_FLAG:
+                ok = rereview(r.id)
             elif flag == "stale":
                 ok = g.verification is Verification.STALE
             else:
@@ -248,9 +255,11 @@ def record_row(
     review: bool = False,
     root_id: str = "",
     risky: bool = False,
+    source_changed: bool = False,
 ) -> Row:
     """The row of ``r`` under ``COLUMNS``, or with ``review`` under ``REVIEW_COLUMNS``;
-    ``root_id`` (this workspace's) marks a shared record another clone wrote."""
+    ``root_id`` (this workspace's) marks a shared record another clone wrote;
+    ``source_changed``: a verified record whose cited code changed."""
     g = r.governance
     if review:
         return Row(
@@ -259,7 +268,12 @@ def record_row(
                 r.type.value,
                 r.title.replace("\n", " ") or "(forgotten)",
                 markers(
-                    r, now_ms() if now is None else now, conflict, root_id=root_id, risky=risky
+                    r,
+                    now_ms() if now is None else now,
+                    conflict,
+                    source_changed,
+                    root_id=root_id,
+                    risky=risky,
                 ),
                 SCOPE_CELL[r.scope],
                 SHORT_ORIGIN[g.origin],
@@ -272,7 +286,14 @@ def record_row(
         (
             r.type.value,
             r.title.replace("\n", " ") or "(forgotten)",
-            markers(r, now_ms() if now is None else now, conflict, root_id=root_id, risky=risky),
+            markers(
+                r,
+                now_ms() if now is None else now,
+                conflict,
+                source_changed,
+                root_id=root_id,
+                risky=risky,
+            ),
             r.status.value,
             g.verification.value,
             SHORT_ORIGIN[g.origin],
@@ -302,6 +323,7 @@ class RecordPane(Vertical):
         conflict_of: Callable[[str], str | None] = lambda rid: None,
         clock: Callable[[], int] = now_ms,
         evidence: Evidence | None = None,
+        rereview: Callable[[str], bool] = lambda rid: False,
     ) -> None:
         super().__init__(id=f"pane-{spec.id}", classes="record-pane")
         self.spec = spec
@@ -312,9 +334,12 @@ class RecordPane(Vertical):
         self.clock = clock
         # Risk flags: the row's marker once the worker found them; the filter's flag: field.
         self.evidence = evidence or Evidence()
+        # Whether a record's cited code changed (the app's CitationStates), checked in a worker.
+        self.rereview = rereview
         self.records: dict[str, Record] = {}
-        # id -> (record, in an open conflict, its row): a row is built once per record state.
-        self._rows: dict[str, tuple[Record, tuple[bool, bool], Row]] = {}
+        # id -> (record, (in an open conflict, risky, cited code changed), its row): a row is
+        # built once per record state.
+        self._rows: dict[str, tuple[Record, tuple[bool, bool, bool], Row]] = {}
         self.filter = RecordFilter()
         # Typing in the filter of a 20,000-record tab: per key, only what the last key showed
         # is tested when the filter narrowed, in an order sorted once, against each record's
@@ -443,7 +468,7 @@ class RecordPane(Vertical):
         of a 20,000-record tab re-lists every row on each key, and building them all again
         was most of that (~45 of ~55 ms)."""
         conflict = self.conflict_of(record.id) is not None
-        marks = (conflict, self.evidence.flagged(record))
+        marks = (conflict, self.evidence.flagged(record), self.rereview(record.id))
         cached = self._rows.get(record.id)
         if cached is not None and cached[0] is record and cached[1] == marks:
             return cached[2]
@@ -454,6 +479,7 @@ class RecordPane(Vertical):
             review=self.review,
             root_id=self.root_id,
             risky=marks[1],
+            source_changed=marks[2],
         )
         self._rows[record.id] = (record, marks, row)
         return row
@@ -470,7 +496,7 @@ class RecordPane(Vertical):
         # The record's open conflict group only matters to a "conflict:" field.
         conflict = self.conflict_of(record.id) if self.filter.asks_conflict else None
         flags = self.evidence.flags(record) if self.filter.asks_flags else ()
-        return self.filter.matches(record, conflict, text, flags)
+        return self.filter.matches(record, conflict, text, flags, self.rereview)
 
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""

@@ -19,6 +19,7 @@ from ...errors import StoreError
 from ...model import (
     AUDIENCE_BY_SCOPE,
     MAX_CONTENT_BYTES,
+    MAX_SOURCE_REFS,
     MAX_TAG_BYTES,
     MAX_TAGS,
     MAX_TITLE_BYTES,
@@ -27,6 +28,7 @@ from ...model import (
     Scope,
 )
 from ...present import EditedText, visible
+from ...sources import Citation
 from ..widgets.ordered_keys import OrderedInput, OrderedTextArea
 from .conflict import diff_text
 
@@ -51,6 +53,8 @@ class FormResult:
     scope: Scope
     record_id: str | None
     base_revision: int | None
+    # PATH[:START-END] each; None: an edit that leaves the record's citations as they are.
+    citations: list[str] | None = None
 
 
 class RevisionConflict(StoreError):
@@ -69,6 +73,18 @@ Saver = Callable[[FormResult, Callable[[str], None], Callable[[StoreError], bool
 
 def parse_tags(text: str) -> list[str]:
     return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+
+
+def parse_citations(text: str) -> list[str]:
+    """The citations field: ``PATH[:START-END]`` separated by commas or spaces."""
+    return list(dict.fromkeys(c for c in text.replace(",", " ").split() if c))
+
+
+def citations_text(record: Record | None) -> str:
+    """A record's citations as the form shows them (its ``file`` refs' ids)."""
+    if record is None:
+        return ""
+    return ", ".join(str(r.id) for r in record.governance.sourceRefs if r.kind == "file")
 
 
 def field_texts(record: Record) -> dict[str, str]:
@@ -186,6 +202,16 @@ class RecordForm(ModalScreen[str | None]):
                 yield Label("Tags (comma-separated)", classes="field-label")
                 yield OrderedInput(shown["tags"], id="tags")
                 yield Static("", id="tags-error", classes="field-error", markup=False)
+                yield Label(
+                    "Citations (workspace files it rests on: PATH or PATH:START-END)",
+                    classes="field-label",
+                )
+                yield OrderedInput(
+                    citations_text(r),
+                    id="citations",
+                    placeholder="src/app.py:10-24, README.md",
+                )
+                yield Static("", id="citations-error", classes="field-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -217,10 +243,20 @@ class RecordForm(ModalScreen[str | None]):
             errors["tags"] = f"At most {MAX_TAGS} tags."
         elif any(_bytes(t) > MAX_TAG_BYTES for t in tag_list):
             errors["tags"] = f"A tag is at most {MAX_TAG_BYTES} bytes."
+        # The form checks the form of each citation; the save reads the files.
+        cites = parse_citations(self.query_one("#citations", Input).value)
+        if len(cites) > MAX_SOURCE_REFS:
+            errors["citations"] = f"At most {MAX_SOURCE_REFS} citations."
+        for cite in cites:
+            try:
+                Citation.parse(cite)
+            except StoreError as exc:
+                errors["citations"] = exc.message
+                break
         return errors
 
     def _show_errors(self, errors: dict[str, str]) -> None:
-        for name in ("title", "content", "tags"):
+        for name in ("title", "content", "tags", "citations"):
             label = self.query_one(f"#{name}-error", Static)
             label.update(errors.get(name, ""))
             label.set_class(name in errors, "visible")
@@ -237,14 +273,21 @@ class RecordForm(ModalScreen[str | None]):
             scope=scope,  # type: ignore[arg-type]
             record_id=r.id if r else None,
             base_revision=self.base_revision,
+            citations=self._citations(),
         )
+
+    def _citations(self) -> list[str] | None:
+        typed = parse_citations(self.query_one("#citations", Input).value)
+        if self.record is not None and typed == parse_citations(citations_text(self.record)):
+            return None  # unchanged: an edit keeps them (and their hashes) as they are
+        return typed
 
     @on(Input.Changed)
     @on(TextArea.Changed)
     def _revalidate(self) -> None:
         # Clear errors as the user fixes them; new errors only appear on save.
         errors = self._errors()
-        for name in ("title", "content", "tags"):
+        for name in ("title", "content", "tags", "citations"):
             label = self.query_one(f"#{name}-error", Static)
             if name not in errors:
                 label.update("")

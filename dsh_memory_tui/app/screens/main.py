@@ -121,7 +121,8 @@ class MainScreen(Screen[None]):
         running counts unless ``busy`` is False.
         """
         app = self.memory
-        if records is None and action in WRITE_ACTIONS and not app.flags.loading:
+        gathered = action in WRITE_ACTIONS or action in ON_CURSOR
+        if records is None and gathered and not app.flags.loading:
             if action in ON_CURSOR:
                 cursor = app.current_record()
                 records = [cursor] if cursor is not None else []
@@ -143,6 +144,7 @@ class MainScreen(Screen[None]):
             adoptable=action == "adopt"
             and not app.flags.loading
             and self._adopt_view() is not None,
+            rereview=app.source_review.states.rereview,
         )
         return refusal(action, records or [], here)
 
@@ -817,6 +819,26 @@ class MainScreen(Screen[None]):
             lambda: record_receipt(app.store.paths.home, record.id, app.store.clock()), ask, unread
         )
 
+    def action_source_diff(self) -> None:
+        """``d``: the diff since each citation of the record at the cursor."""
+        record = self.memory.current_record()
+        if record is not None and not self.explain("source_diff"):
+            self.memory.source_review.open_diff(record)
+
+    def act_on(self, record_id: str, action: str) -> None:
+        """Edit, archive or forget the record (the diff view's keys), the cursor on it."""
+        app = self.memory
+        app.active_pane.table.move_cursor_to_key(record_id)
+        record = app.current_record()
+        if record is None or record.id != record_id:
+            return
+        if action == "archive":
+            self._confirm_batch(Action.ARCHIVE, [record])
+        elif action == "edit":
+            self.action_edit()
+        elif action == "forget":
+            self.action_forget()
+
     def _save_form(
         self,
         result: FormResult,
@@ -836,6 +858,7 @@ class MainScreen(Screen[None]):
                     result.title,
                     result.content,
                     result.tags,
+                    citations=result.citations or (),
                     confirm_shared=confirmed,
                 )
                 return made.id, made.written
@@ -848,6 +871,7 @@ class MainScreen(Screen[None]):
                     content=result.content,
                     record_type=result.record_type,
                     tags=result.tags,
+                    citations=result.citations,
                     confirm_shared=confirmed,
                 )
             except StoreError as exc:

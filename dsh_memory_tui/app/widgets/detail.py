@@ -41,6 +41,7 @@ from ...present import (
     record_hidden_characters,
     visible,
 )
+from ...sources import Check
 from ..evidence import RecordEvidence
 from ..labels import scope_text
 from ..screens.conflict import diff_text
@@ -77,9 +78,11 @@ def metadata_text(
     now: int | None = None,
     conflict_group: object = None,
     rivals: int = 0,
+    citations: Sequence[Check] = (),
 ) -> Text:
     """The record's facts (``present.record_facts``, what ``dsh-memory show`` prints too), one
-    per line, names in bold; ``root_id`` (the workspace's) reads as its name.
+    per line, names in bold; ``root_id`` (the workspace's) reads as its name; ``citations``:
+    its citations as last checked.
     """
     rows = record_facts(
         record,
@@ -87,6 +90,7 @@ def metadata_text(
         scope=scope_text(record, root_id),
         conflict_group=conflict_group,
         rivals=rivals,
+        citations=citations,
     )
     out = Text()
     for n, (name, value) in enumerate(rows):
@@ -208,14 +212,16 @@ class DetailPane(ScrollView):
         now: int | None = None,
         evidence: RecordEvidence | None = None,
         served: str | None = None,
+        citations: Sequence[Check] = (),
     ) -> None:
         """Show ``record`` (``conflict_group``/``rivals``: its conflict group as the host shows
         it and its other active versions; ``now``: for expiry and use times; ``evidence``: its
-        risk flags and near-duplicates; ``served``: where it went, from the audit log).
+        risk flags and near-duplicates; ``served``: where it went, from the audit log;
+        ``citations``: its citations as last checked).
         """
         key = (record.id, record.governance.revision) if record else None
         self._evidence = evidence or RecordEvidence()
-        state = (key, conflict_group, rivals, self._evidence.key, served)
+        state = (key, conflict_group, rivals, self._evidence.key, served, tuple(citations))
         if (
             key == self.shown
             and record is not None
@@ -239,8 +245,15 @@ class DetailPane(ScrollView):
         assert record is not None
         conflict_group, rivals = self._state[1], self._state[2]
         assert isinstance(rivals, int)
+        citations = self._state[5]
+        assert isinstance(citations, tuple)
         meta = metadata_text(
-            record, self.root_id, now=self._now, conflict_group=conflict_group, rivals=rivals
+            record,
+            self.root_id,
+            now=self._now,
+            conflict_group=conflict_group,
+            rivals=rivals,
+            citations=citations,
         )
         # The facts as text stand for the time-dependent part ("expires in 2 days").
         key = (

@@ -1,0 +1,126 @@
+"""Citations in the app: their checks in a worker (no frame waits for the disk), re-checked
+every few seconds (code changes without any store file changing), what changed shown in the
+tables, the Review tab and the detail pane, and ``d``: the diff since the citation, with one
+key each to re-verify, edit, archive or forget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from ..errors import StoreError
+from ..model import Record, Scope, Verification
+from ..sources import Check, RecordSources
+from .citations import CitationStates, check
+from .screens.source_diff import ARCHIVE, EDIT, FORGET, REVERIFY, SourceDiffScreen
+
+if TYPE_CHECKING:
+    from .app import MemoryApp
+
+# How often the cited files are looked at again (a stat each while they are unchanged).
+RECHECK_S = 2.0
+
+
+class SourceReview:
+    """One app's citation checks and diff view."""
+
+    def __init__(self, app: MemoryApp) -> None:
+        self.app = app
+        self.states = CitationStates()
+        self._running = False
+        self._again = False
+
+    def start(self) -> None:
+        """The first check (once the records are shown), then one every ``RECHECK_S``."""
+        self.schedule()
+        self.app.set_interval(RECHECK_S, self.schedule, name="citations")
+
+    def schedule(self) -> None:
+        """Check every shown record's citations in a thread, unless a check is running (then
+        once more when it ends)."""
+        if self._running:
+            self._again = True
+            return
+        records = [
+            r
+            for r in self.app.shown_records()
+            if any(ref.kind == "file" for ref in r.governance.sourceRefs)
+        ]
+        if not records and not self.states.checks:
+            self.states.checked = True
+            return
+        self._running = True
+        sources = self.app.store.sources
+
+        def in_thread() -> None:
+            found = check(sources, records)
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.app.call_from_thread(self._landed, found)
+
+        self.app.run_worker(in_thread, thread=True, group="citations", name="citations")
+
+    def _landed(self, found: list[RecordSources]) -> None:
+        self._running = False
+        changed = self.states.update(found)
+        if changed:
+            self.app.records_changed(changed)
+        if self._again:
+            self._again = False
+            self.schedule()
+
+    # ------------------------------------------------------------------ the diff
+
+    def open_diff(self, record: Record) -> None:
+        """``d``: the record's citations and the diff since each (read in a worker). A
+        verified record whose cited code changed first gets the host's ``stale`` transition
+        (it needs no user), so the host and teammates see it stale too.
+        """
+        store = self.app.store
+
+        def read() -> tuple[list[Check], list[list[str]]]:
+            checks = store.sources.checks(store.get(record.id))
+            return checks, [store.sources.diff(c) for c in checks]
+
+        def shown(result: tuple[list[Check], list[list[str]]]) -> None:
+            checks, diffs = result
+            current = self.app.record(record.id) or record
+            self.app.push_screen(
+                SourceDiffScreen(current, checks, diffs),
+                lambda action: self._chosen(record.id, action),
+            )
+            if current.governance.verification is Verification.VERIFIED and any(
+                c.broken for c in checks
+            ):
+                self._mark_stale(current)
+
+        def failed(error: StoreError) -> None:
+            self.app.notify(error.message, title=f"error[{error.code}]", severity="error")
+
+        self.app.run_read(read, shown, failed)
+
+    def _mark_stale(self, record: Record) -> None:
+        if record.scope is Scope.SHARED:
+            return  # a shared write asks first; re-verify, archive or forget will
+        store = self.app.store
+        self.app.run_write(
+            [record.scope],
+            lambda confirmed: store.mark_stale([record.id], confirm_shared=confirmed),
+            None,
+            keys=[record.id],
+        )
+
+    def _chosen(self, record_id: str, action: str | None) -> None:
+        record = self.app.record(record_id)
+        if action is None or record is None:
+            return
+        if action == REVERIFY:
+            store = self.app.store
+            self.app.run_write(
+                [record.scope],
+                lambda confirmed: store.reverify_citations(record_id, confirm_shared=confirmed),
+                "re-verified: its citations now hold today's text",
+                keys=[record_id],
+            )
+        elif action in (EDIT, ARCHIVE, FORGET):
+            self.app.act_on(record_id, action)

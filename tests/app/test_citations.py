@@ -1,0 +1,211 @@
+"""Citations in the app, through Textual's pilot on real files: a verified record whose cited
+code changes is marked, waits in the Review tab with why, answers the ``rereview`` filter and
+cannot be pinned; ``d`` shows the diff since the citation, from which R re-verifies, e edits,
+a archives and f forgets; the form takes citations; the first frame never waits for a check.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from citing import store_on, verified, workspace
+
+from dsh_memory_tui.app import source_review
+from dsh_memory_tui.app.screens.dialogs import ConfirmDialog
+from dsh_memory_tui.app.screens.form import RecordForm
+from dsh_memory_tui.app.screens.source_diff import SourceDiffScreen
+from dsh_memory_tui.present import SOURCE_MARK
+from dsh_memory_tui.sources import State
+
+from .helpers import SIZE, goto, make_app, screen_text, select, table_keys, wait_for
+
+
+def _break(ws: Path) -> None:
+    path = ws / "app.py"
+    path.write_text(path.read_text().replace("line 3", "line three"))
+
+
+def _marked(app, tab: str, rid: str) -> bool:
+    row = app.pane(tab).table.get_row(rid)
+    return row is not None and SOURCE_MARK in row.cells[2]
+
+
+async def test_a_changed_cited_line_marks_the_record_and_sends_it_to_review(tmp_path):
+    home, ws = workspace(tmp_path)
+    rid = verified(store_on(home, ws), "app.py:3-3", title="Line three")
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await wait_for(pilot, lambda: app.source_review.states.checked, what="a first check")
+        assert not _marked(app, "project", rid)
+        assert rid not in app.pane("review").records
+        _break(ws)  # while the app is open: no store file changes
+        await wait_for(pilot, lambda: _marked(app, "project", rid), what="the marker")
+        assert rid in app.pane("review").records
+        await select(pilot, app, "project", rid)
+        await wait_for(
+            pilot, lambda: "re-review" in app.pane("project").detail.text, what="the detail's why"
+        )
+        text = app.pane("project").detail.text
+        assert "changed app.py:3-3  (lines 3-3 changed)" in text
+
+
+async def test_the_rereview_filter_shows_the_records_whose_code_changed(tmp_path):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    bad = verified(store, "app.py:3-3", title="Line three")
+    good = verified(store, "app.py:7-7", title="Line seven")
+    _break(ws)
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await wait_for(pilot, lambda: _marked(app, "project", bad), what="the marker")
+        assert set(table_keys(app, "project")) == {bad, good}
+        await pilot.press("slash", *"rereview")
+        await wait_for(pilot, lambda: table_keys(app, "project") == [bad], what="the filter")
+
+
+async def test_d_shows_the_diff_and_R_reverifies_with_todays_text(tmp_path):
+    home, ws = workspace(tmp_path)
+    rid = verified(store_on(home, ws), "app.py:3-3", title="Line three")
+    _break(ws)
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: rid in table_keys(app, "review"), what="the review row")
+        await select(pilot, app, "review", rid)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, SourceDiffScreen), what="the diff")
+        shown = screen_text(app)
+        assert "-line 3" in shown and "+line three" in shown
+        # Opening it recorded the host's stale transition.
+        await wait_for(
+            pilot,
+            lambda: store_on(home, ws).get(rid).governance.verification.value == "stale",
+            what="the stale transition",
+        )
+        await pilot.press("R")
+        await wait_for(
+            pilot,
+            lambda: store_on(home, ws).get(rid).governance.verification.value == "verified",
+            what="the re-verify",
+        )
+        record = store_on(home, ws).get(rid)
+        (check,) = store_on(home, ws).sources.checks(record)
+        assert check.state is State.OK
+        await wait_for(pilot, lambda: rid not in table_keys(app, "review"), what="review left")
+
+
+async def test_a_and_f_from_the_diff_archive_and_forget(tmp_path):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    first = verified(store, "app.py:3-3", title="First")
+    second = verified(store, "app.py:3-3", title="Second")
+    _break(ws)
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await wait_for(pilot, lambda: _marked(app, "project", first), what="the marker")
+        await select(pilot, app, "project", first)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, SourceDiffScreen), what="the diff")
+        await pilot.press("a")
+        await wait_for(
+            pilot,
+            lambda: store_on(home, ws).get(first).status.value == "archived",
+            what="the archive",
+        )
+        await select(pilot, app, "project", second)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, SourceDiffScreen), what="the diff")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await pilot.click("#yes")
+        await wait_for(
+            pilot,
+            lambda: store_on(home, ws).get(second).status.value == "forgotten",
+            what="the forget",
+        )
+
+
+async def test_e_from_the_diff_opens_the_form_with_the_citations(tmp_path):
+    home, ws = workspace(tmp_path)
+    rid = verified(store_on(home, ws), "app.py:3-3", title="Line three")
+    _break(ws)
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: rid in table_keys(app, "review"), what="the review row")
+        await select(pilot, app, "review", rid)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, SourceDiffScreen), what="the diff")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm), what="the form")
+        cites = app.screen.query_one("#citations")
+        assert cites.value == "app.py:3-3"
+        cites.value = "app.py:4-5"
+        await pilot.press("ctrl+s")
+        await wait_for(
+            pilot,
+            lambda: (
+                [r.id for r in store_on(home, ws).get(rid).governance.sourceRefs] == ["app.py:4-5"]
+            ),
+            what="the new citation",
+        )
+
+
+async def test_the_form_refuses_a_citation_past_the_end_and_writes_nothing(tmp_path):
+    home, ws = workspace(tmp_path)
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm), what="the form")
+        app.screen.query_one("#title").value = "Cited"
+        app.screen.query_one("#content").text = "about the app"
+        app.screen.query_one("#citations").value = "app.py:5-99"
+        await pilot.press("ctrl+s")
+        await wait_for(
+            pilot, lambda: "lines 5-99 are past its end" in screen_text(app), what="the error"
+        )
+        assert isinstance(app.screen, RecordForm)
+        assert store_on(home, ws).records() == []
+
+
+async def test_pin_is_refused_while_the_cited_code_changed(tmp_path):
+    home, ws = workspace(tmp_path)
+    rid = verified(store_on(home, ws), "app.py:3-3", title="Line three")
+    _break(ws)
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await wait_for(pilot, lambda: _marked(app, "project", rid), what="the marker")
+        await select(pilot, app, "project", rid)
+        await pilot.press("p")
+        await wait_for(
+            pilot,
+            lambda: any("its cited code changed" in n.message for n in app._notifications),
+            what="the refusal",
+        )
+        assert store_on(home, ws).get(rid).governance.pinnedAt is None
+
+
+async def test_the_first_frame_does_not_wait_for_citation_checks(tmp_path, monkeypatch):
+    home, ws = workspace(tmp_path)
+    rid = verified(store_on(home, ws), "app.py:3-3", title="Line three")
+    _break(ws)
+    release = threading.Event()
+    real_check = source_review.check
+
+    def slow_check(sources, records):
+        release.wait(30)  # a disk that takes its time
+        return real_check(sources, records)
+
+    monkeypatch.setattr(source_review, "check", slow_check)
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await wait_for(pilot, lambda: rid in table_keys(app, "project"), what="the row")
+        assert not app.source_review.states.checked
+        assert not _marked(app, "project", rid)
+        release.set()
+        await wait_for(pilot, lambda: _marked(app, "project", rid), what="the marker")
