@@ -148,8 +148,8 @@ def summary_text(views: list[tuple[Scope, AgentView | str]]) -> Text:
             out.append("  nothing: no active, verified, unexpired record here\n", "dim")
         out.append("\n")
     out.append(
-        "Served: active, verified by a human, not expired; pinned first, then the newest. "
-        "Proposals, imports, stale, rejected and archived records never are.",
+        "Served: active, verified by a human, not expired, cited code unchanged; pinned first, "
+        "then the newest. Proposals, imports, stale, rejected and archived records never are.",
         "dim",
     )
     return out
