@@ -265,7 +265,9 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
     if action == "adopt":
         return None if here.adoptable else ("UNAVAILABLE", NO_ADOPT)
     if action == "source_diff":
-        if records and any(r.kind == "file" for r in records[0].governance.sourceRefs):
+        if not records:
+            return ("UNAVAILABLE", "no record selected")
+        if any(r.kind == "file" for r in records[0].governance.sourceRefs):
             return None
         return ("UNAVAILABLE", "this record cites no file (e edits its citations)")
     if action not in WRITE_ACTIONS:

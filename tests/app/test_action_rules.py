@@ -19,7 +19,7 @@ from dsh_memory_tui.app.actions import (
     refusal,
 )
 from dsh_memory_tui.governance import Action, tombstone
-from dsh_memory_tui.model import Scope, Status, Verification
+from dsh_memory_tui.model import Scope, SourceRef, Status, Verification
 from dsh_memory_tui.store import MemoryStore
 
 PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
@@ -189,5 +189,34 @@ def test_p_unpins_only_when_every_record_is_pinned(alice_store: MemoryStore) -> 
 def test_actions_that_are_not_writes_need_no_record(alice_store: MemoryStore) -> None:
     here = Here(now=alice_store.clock())
     for key in ACTIONS:
-        if key.action not in WRITE_ACTIONS:
+        if key.action not in WRITE_ACTIONS | {"source_diff"}:
             assert refusal(key.action, [], here) is None, key.action
+
+
+def test_the_diff_since_the_citation_needs_a_record_that_cites_a_file(
+    alice_store: MemoryStore,
+) -> None:
+    here = Here(now=alice_store.clock())
+    decision = alice_store.get(DECISION)
+    assert refusal("source_diff", [], here) == ("UNAVAILABLE", "no record selected")
+    assert refusal("source_diff", [decision], here) == (
+        "UNAVAILABLE",
+        "this record cites no file (e edits its citations)",
+    )
+    cited = decision.model_copy(
+        update={
+            "governance": decision.governance.model_copy(
+                update={"sourceRefs": [SourceRef(kind="file", id="a.py:1-2")]}
+            )
+        }
+    )
+    assert refusal("source_diff", [cited], here) is None
+
+
+def test_a_record_whose_cited_code_changed_cannot_be_pinned(alice_store: MemoryStore) -> None:
+    record = alice_store.get(DECISION)
+    assert record.governance.verification is Verification.VERIFIED
+    assert refusal("pin", [record], Here(now=alice_store.clock())) is None
+    code, why = refusal("pin", [record], Here(now=alice_store.clock(), rereview={record.id}))
+    assert code == "INVALID_TRANSITION"
+    assert "its cited code changed or is gone" in why
