@@ -64,8 +64,7 @@ ACTIONS: list[Key] = [
         "d",
         "source_diff",
         "Diff since cited",
-        "the record's citations: each one's state and the diff since it was cited; "
-        "R re-verifies, e edits, a archives, f forgets",
+        "the diff since each citation; there R re-verifies, e a f as here",
         footer=False,
     ),
     Key(
