@@ -116,14 +116,25 @@ def finish(proc: subprocess.Popen) -> str | bytes:
     return err
 
 
-def wait_for(condition: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
+def wait_for(
+    condition: Callable[[], object],
+    what: str,
+    timeout: float = WAIT_S,
+    *,
+    pause: Callable[[], object] | None = None,
+) -> None:
     """Poll ``condition`` (another process or thread is working) until it holds; fail after
-    ``timeout`` seconds saying what never happened."""
+    ``timeout`` seconds saying what never happened. The one synchronous wait of the suite (the
+    app's is ``tests/app/helpers.wait_for``). ``pause``: what to do between two looks instead
+    of a 10 ms sleep (read a child's pipe, step a simulated host)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        if pause is None:
+            time.sleep(0.01)
+        else:
+            pause()
 
 
 @pytest.fixture

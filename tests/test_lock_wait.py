@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from dsh_memory_tui import lock
 from dsh_memory_tui.lock import HostLock
@@ -56,13 +57,6 @@ def _acquire_in_thread(waiter: HostLock) -> tuple[threading.Thread, threading.Ev
     return thread, done, errors
 
 
-def _wait_for(condition, what: str, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
-
-
 @pytest.fixture
 def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lock, "_WATCH_RECHECK_S", 50.0)
@@ -73,7 +67,7 @@ def test_a_waiter_sleeps_until_the_lock_file_is_removed(tmp_path: Path, no_timer
     _plant(path)
     waiter = CountingLock(path, timeout_s=30.0)
     thread, done, errors = _acquire_in_thread(waiter)
-    _wait_for(lambda: waiter.tries >= 2, "the waiter to find the lock taken")
+    wait_for(lambda: waiter.tries >= 2, "the waiter to find the lock taken")
     held_from = waiter.tries
     # Other entries coming and going in the directory wake it for one more try at most each.
     for i in range(3):
@@ -99,7 +93,7 @@ def test_without_a_watch_a_waiter_polls_and_still_gets_the_lock(
     _plant(path)
     waiter = CountingLock(path, timeout_s=30.0)
     thread, done, errors = _acquire_in_thread(waiter)
-    _wait_for(lambda: waiter.tries >= 20, "the waiter to poll")
+    wait_for(lambda: waiter.tries >= 20, "the waiter to poll")
     assert not done.is_set()
     os.unlink(path)
     assert done.wait(10) and not errors
@@ -116,7 +110,7 @@ def test_a_directory_removed_and_made_again_is_watched_anew(tmp_path: Path, no_t
         waiter = CountingLock(directory / "records.jsonl.lock", timeout_s=30.0)
         _plant(waiter.path)
         thread, done, errors = _acquire_in_thread(waiter)
-        _wait_for(lambda: waiter.tries >= 2, what)
+        wait_for(lambda: waiter.tries >= 2, what)
         os.unlink(waiter.path)
         assert done.wait(10), f"{what}: not woken"
         thread.join()
@@ -151,7 +145,7 @@ def test_a_forked_child_watches_with_its_own_instance(tmp_path: Path, no_timer: 
     child = ctx.Process(target=_child_waits, args=(str(path), out))
     child.start()
     try:
-        _wait_for(lambda: child.pid is not None, "the child")
+        wait_for(lambda: child.pid is not None, "the child")
         # Give the child's wait a moment to begin, then keep reading the parent's queue.
         time.sleep(0.2)
         assert lock._Vanish._instance is not None
@@ -192,7 +186,7 @@ def test_threads_of_one_process_wait_at_once_and_each_gets_the_lock(
     for thread in threads:
         thread.start()
     waiting.wait(10)
-    _wait_for(lambda: lock._Vanish._instance is not None, "a thread to watch")
+    wait_for(lambda: lock._Vanish._instance is not None, "a thread to watch")
     os.unlink(path)  # the planted holder's release
     for thread in threads:
         thread.join(20)

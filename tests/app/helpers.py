@@ -6,14 +6,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from textual import events
 from textual.pilot import Pilot
 
 from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.dialogs import ReasonDialog
 from dsh_memory_tui.app.widgets.ask_bar import AskBar
+from dsh_memory_tui.model import Record
 from dsh_memory_tui.store import MemoryStore
 
 SIZE = (120, 36)
+PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"  # "Run ruff..."
+DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"  # project, verified, r2
 
 
 def make_app(home: Path, workspace: Path, user: str = "alice", watch: bool = False) -> MemoryApp:
@@ -103,3 +107,30 @@ async def select(pilot: Pilot, app: MemoryApp, tab: str, key: str) -> None:
     """Go to ``tab`` and put the cursor on the record ``key``."""
     await goto(pilot, app, tab)
     assert app.pane(tab).table.move_cursor_to_key(key), key
+
+
+def current(home: Path, workspace: Path, rid: str, user: str = "alice") -> Record:
+    """``rid`` as a fresh store reads it from the files now."""
+    return MemoryStore.open(home, workspace, user).get(rid)
+
+
+def burst(app: MemoryApp, *keys: str) -> None:
+    """Queue ``keys`` at once, as a paste or a laggy ssh link delivers them: nothing runs
+    between them (``pilot.press`` lets the app go idle after each key)."""
+    for key in keys:
+        key = {" ": "space", "/": "slash", "?": "question_mark"}.get(key, key)
+        char = {"slash": "/", "space": " ", "question_mark": "?"}.get(
+            key, key if len(key) == 1 else None
+        )
+        app.post_message(events.Key(key, char))
+
+
+def symlinked_records(ws: Path, tmp_path: Path) -> Path:
+    """The project file made a symlink to a copy of itself in ``tmp_path`` (an unsafe path:
+    every read and write refuses it). Returns the link."""
+    data = ws / ".dsh" / "workspace-memory" / "records.jsonl"
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_bytes(data.read_bytes())
+    data.unlink()
+    data.symlink_to(elsewhere)
+    return data

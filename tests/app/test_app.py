@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from textual.widgets import Button, Input, Select, TextArea
 
@@ -20,7 +19,10 @@ from dsh_memory_tui.model import Scope, SourceRef, Status, Verification
 from dsh_memory_tui.store import MemoryStore
 
 from .helpers import (
+    DECISION,
+    PROPOSAL,
     SIZE,
+    current,
     goto,
     make_app,
     pad_past_cap,
@@ -32,17 +34,11 @@ from .helpers import (
     wait_for,
 )
 
-PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"  # "Run ruff..."
 PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
 PYTEST = "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab"  # alice's, user scope
 LEGACY = "memory:agent:fact:a83c546dbc4d13dcd6c93f01a9f18630"  # an agent's, no governance
-DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
 SHARED = "memory:user:convention:00633256e25fe71d4fe2c4e12b5eadad"
 BOB = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
-
-
-def current(home: Path, workspace: Path, rid: str, user: str = "alice"):
-    return MemoryStore.open(home, workspace, user).get(rid)
 
 
 async def verify_with_reason(pilot, app, reason: str = "") -> None:

@@ -13,8 +13,7 @@ from textual.strip import Strip
 from dsh_memory_tui.app.widgets.detail import text_strips
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, make_app, select, wait_for
-from .test_second_pass import DECISION, PROPOSAL
+from .helpers import DECISION, PROPOSAL, SIZE, make_app, select, wait_for
 
 
 async def test_a_revisited_record_shows_what_it_showed_and_a_new_revision_its_own(fixture_home):

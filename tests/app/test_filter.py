@@ -7,8 +7,10 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from textual.widgets import Input
 
 from dsh_memory_tui.app.panes import RecordFilter
+from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.model import (
     Origin,
     Provenance,
@@ -17,11 +19,22 @@ from dsh_memory_tui.model import (
     RecordType,
     Scope,
     SourceRef,
+    Verification,
     make_record,
 )
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, goto, make_app, table_keys, wait_for
+from .helpers import (
+    PROPOSAL,
+    SIZE,
+    burst,
+    current,
+    goto,
+    make_app,
+    select,
+    table_keys,
+    wait_for,
+)
 
 WORDS = ["ruff", "rust", "pytest", "postgres", "pg", "lint", "retry", "r"]
 TOKENS = [
@@ -137,3 +150,34 @@ async def test_scope_filters_the_review_tab_by_whose_the_proposal_is(fixture_hom
     assert RecordFilter.parse("scope:sh", 0).fields == (("scope", ("sh",)),)
     assert not RecordFilter.parse("scope:sh", 0).problems
     assert RecordFilter.parse("scope:galaxy", 0).problems
+
+
+# ------------------------------------------------------------------------- keys typed right after /
+
+
+async def test_keys_typed_right_after_slash_go_to_the_filter(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", PROPOSAL)
+        burst(app, "slash", *"vitest")
+        await pilot.pause()
+        await pilot.press("e")  # and through the pilot, one more
+        await wait_for(pilot, lambda: app.pane("project").filter.words == ("viteste",))
+        filter_box = app.pane("project").query_one(".filter", Input)
+        assert filter_box.value == "viteste"
+        assert app.screen is app.screen_stack[0]  # no reason dialog, no edit form
+        assert not isinstance(app.screen, RecordForm)
+    assert current(home, ws, PROPOSAL).governance.verification is Verification.UNVERIFIED
+
+
+async def test_a_filter_typed_through_the_pilot_in_one_call_holds_every_key(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", PROPOSAL)
+        await pilot.press("slash", "v", "i", "t", "e", "s", "t")
+        await wait_for(pilot, lambda: app.pane("project").filter.words == ("vitest",))
+        assert app.pane("project").query_one(".filter", Input).value == "vitest"
+        assert app.screen is app.screen_stack[0]
+    assert current(home, ws, PROPOSAL).governance.verification is Verification.UNVERIFIED

@@ -11,8 +11,18 @@ from dsh_memory_tui.app.widgets.ask_bar import AskBar
 from dsh_memory_tui.app.widgets.keybar import KeyBar
 from dsh_memory_tui.model import Verification
 
-from .helpers import SIZE, make_app, reason_asked, select, table_keys, wait_for
-from .test_second_pass import DECISION, PROPOSAL, burst, current
+from .helpers import (
+    DECISION,
+    PROPOSAL,
+    SIZE,
+    burst,
+    current,
+    make_app,
+    reason_asked,
+    select,
+    table_keys,
+    wait_for,
+)
 
 
 async def test_the_key_bar_shows_what_fits_and_points_to_help(fixture_home):

@@ -15,11 +15,10 @@ from dsh_memory_tui.app.watcher import data_file_filter
 from dsh_memory_tui.model import SourceRef
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, goto, make_app, select, table_keys, wait_for
+from .helpers import DECISION, SIZE, goto, make_app, select, table_keys, wait_for
 
 REPO = Path(__file__).parents[2]
 PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
-DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
 
 
 def run_writer(home: Path, ws: Path, code: str) -> subprocess.CompletedProcess[str]:
@@ -327,3 +326,31 @@ async def test_a_proposal_arriving_under_a_dialog_is_announced_when_it_closes(fi
             lambda: any("Under the dialog" in n.message for n in app._notifications),
             what="the announcement after the dialog closed",
         )
+
+
+# ------------------------------------------------------------------------ a new proposal, announced
+
+
+async def test_a_new_proposal_notification_names_it_and_a_click_or_o_opens_it(fixture_home):
+    from textual.widgets._toast import Toast
+
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    writer = MemoryStore.open(home, ws, "alice")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:  # toasts on screen
+        await goto(pilot, app, "project")
+        ref = [SourceRef(kind="session", id="other")]
+        rid = writer.propose(
+            "project", "fact", "Staging DB is db-stg-2", "Use db-stg-2.", source_refs=ref
+        ).id
+        app.sync()
+        await wait_for(pilot, lambda: app.query(Toast), what="the notification")
+        [note] = [n for n in app._notifications if n.title == "New proposal"]
+        assert note.message.startswith("“Staging DB is db-stg-2” (fact) from session other")
+        await pilot.click(Toast)
+        await wait_for(pilot, lambda: app.pane("review").table.cursor_key == rid, what="opened")
+        assert app._tabs().active == "review"
+        await goto(pilot, app, "user")
+        await pilot.press("o")  # the key does the same
+        await wait_for(pilot, lambda: app._tabs().active == "review", what="back on review")
+        assert app.pane("review").table.cursor_key == rid

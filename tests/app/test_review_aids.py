@@ -9,14 +9,25 @@ from pathlib import Path
 from textual.widgets import Static
 
 from dsh_memory_tui.app.app import MemoryApp
+from dsh_memory_tui.app.panes import GROUP_PREFIX
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, HelpScreen, ReasonDialog
 from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.demo import build_demo
-from dsh_memory_tui.model import SourceRef, Status
+from dsh_memory_tui.model import SourceRef, Status, Verification
 from dsh_memory_tui.paths import StorePaths
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, goto, make_app, table_keys, wait_for
+from .helpers import (
+    DECISION,
+    SIZE,
+    current,
+    goto,
+    make_app,
+    reason_asked,
+    select,
+    table_keys,
+    wait_for,
+)
 
 REFS = [SourceRef(kind="session", id="s1")]
 
@@ -243,3 +254,52 @@ async def test_the_demo_names_its_directory_in_the_status_line_and_help(tmp_path
         notes = str(app.screen.query_one("#help-notes", Static).content)
         assert f"dsh-memory demo {root} --live" in notes
         assert f"dsh-memory-tui --home {demo.home} --workspace {demo.workspace}" in notes
+
+
+# -------------------------------------- before acting: forget asks, a session says what may be done
+
+
+async def test_forget_asks_with_cancel_focused_so_enter_erases_nothing(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await select(pilot, app, "project", DECISION)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "no")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is app.screen_stack[0], what="dismissed")
+        await app.workers.wait_for_complete()
+    assert current(home, ws, DECISION).status.value == "active"
+
+
+async def test_a_session_group_says_what_may_be_done_and_the_keys_agree(fixture_home):
+    home, ws = fixture_home
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "session")
+        keys = table_keys(app, "session")
+        [digest] = [k for k in keys if not k.startswith(GROUP_PREFIX)]
+        app.pane("session").table.move_cursor_to_key(keys[0])  # the group's header row
+        await pilot.pause()
+        text = app.pane("session").detail.text
+        assert "read-only" not in text
+        assert "allowed       verify (v), reject (x), archive (a), forget (f)" in text
+        assert "not allowed   edit (e)" in text
+        app.pane("session").table.move_cursor_to_key(digest)
+        await pilot.pause()
+        await pilot.press("e")  # refused, and said so
+        await wait_for(
+            pilot,
+            lambda: any(n.title == "error[READ_ONLY_SCOPE]" for n in app._notifications),
+            what="the refusal",
+        )
+        assert not isinstance(app.screen, RecordForm)
+        await pilot.press("v")  # allowed, as the header says
+        await wait_for(pilot, lambda: reason_asked(app), what="the reason")
+        await pilot.press("enter")
+        await wait_for(
+            pilot,
+            lambda: app.record(digest).governance.verification is Verification.VERIFIED,
+            what="verified",
+        )

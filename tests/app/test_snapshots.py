@@ -23,9 +23,8 @@ from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.paths import StorePaths
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import goto, select, wait_for
+from .helpers import DECISION, goto, select, wait_for
 
-DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
 HOST_FIXTURES = Path(__file__).parents[1] / "fixtures" / "host"
 FIXED_ROOT = "root:" + hashlib.sha256(b"/home/dev/projects/acme-api").hexdigest()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import wait_for
 
 from . import hostwriter
 from .corpus import (
@@ -25,6 +26,8 @@ from .corpus import (
     session_scope_key,
 )
 from .host import HostHarness
+
+pytestmark = pytest.mark.processes
 
 PATHS = corpus_json("paths.json")
 WAIT_S = 60.0
@@ -55,14 +58,6 @@ def writer_options(dirs: CaseDirs, prefix: str, count: int) -> list[str]:
 def busy_pids(busy_log: Path) -> set[str]:
     """The lock contents a hostwriter saw when refused (``<ms> <pid>`` lines)."""
     return {line.split(" ", 1)[1] for line in busy_log.read_text().splitlines()}
-
-
-def wait_for(condition: Any, what: str, timeout: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 # ------------------------------------------------------------------ naming vectors
@@ -128,7 +123,11 @@ def test_two_hostwriters_race_without_losing_a_write(dirs: CaseDirs) -> None:
         procs.append(
             subprocess.Popen(hostwriter.command(file, *options), stdout=subprocess.PIPE, text=True)
         )
-    wait_for(lambda: all((dirs.tmp / f"ready-{n}").exists() for n in "ab"), "both writers ready")
+    wait_for(
+        lambda: all((dirs.tmp / f"ready-{n}").exists() for n in "ab"),
+        "both writers ready",
+        WAIT_S,
+    )
     go.touch()
     results = []
     for proc in procs:
@@ -226,7 +225,7 @@ def test_host_busy_while_hostwriter_holds_the_lock(host: HostHarness, dirs: Case
         text=True,
     )
     try:
-        wait_for(file.exists, "the hostwriter's write under its lock")
+        wait_for(file.exists, "the hostwriter's write under its lock", WAIT_S)
         assert lock.read_text() == f"{writer.pid}\n"
         refused = host.run(
             "propose",
@@ -260,7 +259,7 @@ def test_hostwriter_busy_while_the_host_holds_its_lock(host: HostHarness, dirs: 
     )
     holder = subprocess.Popen(cmd, env=host.env(), stdout=subprocess.PIPE, text=True)
     try:
-        wait_for(signal.exists, "the host holding its lock")
+        wait_for(signal.exists, "the host holding its lock", WAIT_S)
         busy_log = dirs.tmp / "busy.log"
         result = run_writer(file, *writer_options(dirs, "hw", 2), "--busy-log", str(busy_log))
         assert (result["ok"], result["busy"]) == (0, 2)

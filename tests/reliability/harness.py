@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from conftest import wait_for
+
 from dsh_memory_tui import jsonl, lock
 from dsh_memory_tui.store import MemoryStore
 
@@ -135,14 +137,13 @@ class Worker:
 
     def wait_for(self, condition: Callable[[Worker], bool], deadline_s: float = 60) -> None:
         """Pump until ``condition(self)`` holds; fails at the deadline or if the child ended."""
-        end = time.monotonic() + deadline_s
-        while not condition(self):
+
+        def pump() -> None:
             if self.eof:
                 raise AssertionError(f"worker ended before the condition held: {self.errors()}")
-            left = end - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"worker did not get there in {deadline_s} s")
-            self.pump(min(left, 0.5))
+            self.pump(0.5)
+
+        wait_for(lambda: condition(self), "the worker to get there", deadline_s, pause=pump)
 
     def acks(self) -> list[dict[str, Any]]:
         return [m for m in self.messages if "ack" in m]
@@ -193,17 +194,17 @@ class Worker:
 
 def pump_all(workers: list[Worker], done: Callable[[], bool], deadline_s: float) -> None:
     """Read every worker's pipe until ``done()`` or all pipes ended; fails at the deadline."""
-    end = time.monotonic() + deadline_s
-    while not done():
+
+    def read() -> None:
         live = [w for w in workers if not w.eof]
-        if not live:
-            return
-        left = end - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"workers did not finish in {deadline_s} s")
-        ready, _, _ = select.select(live, [], [], min(left, 0.5))
+        ready, _, _ = select.select(live, [], [], 0.5)
         for worker in ready:
             worker._read_available()
+
+    def finished() -> bool:
+        return done() or all(w.eof for w in workers)
+
+    wait_for(finished, "the workers to finish", deadline_s, pause=read)
 
 
 def run_in_child(target: Callable[[], dict[str, Any] | None], deadline_s: float = 60) -> Worker:

@@ -40,6 +40,8 @@ from .harness import (
     temporaries,
 )
 
+pytestmark = pytest.mark.processes
+
 ROUNDS = scaled(20, 60)  # random kills per workload (5 workloads: 100 in CI, 300 in soak)
 BASE_RECORDS = 40
 

@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import wait_for
 
 from dsh_memory_tui.lock import HostLock
 from dsh_memory_tui.model import MAX_CONTENT_BYTES, SourceRef
@@ -45,6 +46,8 @@ from .harness import (
     scaled,
     store_os,
 )
+
+pytestmark = pytest.mark.processes
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
@@ -272,12 +275,10 @@ def wait_until(
     workers: Iterable[Worker] = (),
     deadline_s: float = DEADLINE_S,
 ) -> None:
-    """Keep the host loops going and read the workers' pipes until ``condition()``."""
+    """``wait_for``, keeping the host loops going and reading the workers' pipes meanwhile."""
     loops, workers = list(loops), list(workers)
-    end = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
+
+    def keep_going() -> None:
         for loop in loops:
             loop.step()
         live = [w for w in workers if not w.eof]
@@ -287,6 +288,8 @@ def wait_until(
                 worker._read_available()
         else:
             time.sleep(0.001)
+
+    wait_for(condition, what, deadline_s, pause=keep_going)
 
 
 # --------------------------------------------------------------------------- our writers
