@@ -33,21 +33,29 @@ XYZ_BACK_QQ = [*letters("xyz"), BACKSPACE, BACKSPACE, BACKSPACE, *letters("qq")]
 CLEARED = [*letters("old words"), CTRL_U, *letters("new")]
 
 
+async def typed_in(pilot, app: MemoryApp, box: Input | TextArea, keys) -> str:  # type: ignore[no-untyped-def]
+    """``keys`` sent to ``box`` as one burst; the box's text once the last one is in."""
+
+    def text() -> str:
+        return box.value if isinstance(box, Input) else box.text
+
+    box.focus()
+    await wait_for(pilot, lambda: app.focused is box, what="the box's focus")
+    burst(app, keys)
+    last = keys[-1][1]
+    await wait_for(pilot, lambda: text().endswith(last), what="the burst typed")
+    await pilot.pause()
+    return text()
+
+
 async def test_the_filter_box_applies_a_burst_in_order(fixture_home):
     home, ws = fixture_home
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("slash")
         box = app.active_pane.query_one(Input)
-        await wait_for(pilot, lambda: app.focused is box, what="the filter box")
-        burst(app, XYZ_BACK_QQ)
-        await wait_for(pilot, lambda: len(box.value) >= 2 and box.value[-1] == "q", what="qq")
-        await pilot.pause()
-        assert box.value == "qq"
-        burst(app, CLEARED)
-        await wait_for(pilot, lambda: box.value.endswith("w"), what="new")
-        await pilot.pause()
-        assert box.value == "new"
+        assert await typed_in(pilot, app, box, XYZ_BACK_QQ) == "qq"
+        assert await typed_in(pilot, app, box, CLEARED) == "new"
 
 
 async def test_the_forms_boxes_apply_a_burst_in_order(fixture_home):
@@ -56,19 +64,8 @@ async def test_the_forms_boxes_apply_a_burst_in_order(fixture_home):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         await wait_for(pilot, lambda: isinstance(app.screen, RecordForm), what="the form")
-        title = app.screen.query_one("#title", Input)
-        await wait_for(pilot, lambda: app.focused is title, what="the title box")
-        burst(app, XYZ_BACK_QQ)
-        await wait_for(pilot, lambda: title.value.endswith("q") and len(title.value) >= 2)
-        await pilot.pause()
-        assert title.value == "qq"
-        content = app.screen.query_one("#content", TextArea)
-        content.focus()
-        await wait_for(pilot, lambda: app.focused is content, what="the content box")
-        burst(app, XYZ_BACK_QQ)
-        await wait_for(pilot, lambda: content.text.endswith("q") and len(content.text) >= 2)
-        await pilot.pause()
-        assert content.text == "qq"
+        for box in (app.screen.query_one("#title", Input), app.screen.query_one(TextArea)):
+            assert await typed_in(pilot, app, box, XYZ_BACK_QQ) == "qq"
 
 
 async def test_the_export_path_box_applies_a_burst_in_order(fixture_home):
@@ -78,9 +75,5 @@ async def test_the_export_path_box_applies_a_burst_in_order(fixture_home):
         await pilot.press("E")
         await wait_for(pilot, lambda: isinstance(app.screen, ExportDialog), what="export")
         path = app.screen.query_one("#path", Input)
-        path.focus()
-        await wait_for(pilot, lambda: app.focused is path, what="the path box")
-        burst(app, [CTRL_U, *letters("a.md"), BACKSPACE, BACKSPACE, *letters("json")])
-        await wait_for(pilot, lambda: path.value.endswith("n"), what="typed")
-        await pilot.pause()
-        assert path.value == "a.json"
+        keys = [CTRL_U, *letters("a.md"), BACKSPACE, BACKSPACE, *letters("json")]
+        assert await typed_in(pilot, app, path, keys) == "a.json"
