@@ -364,7 +364,16 @@ def test_a_user_error_is_one_error_line_never_a_traceback(situation: str, figure
         outside = root / "outside"
         outside.mkdir(mode=0o755)
         export_bundle(store, outside / "bundle.json", scopes=["project"])
-        (outside / "events.jsonl").write_text("{}\n")
+        event = {  # a session's file write: auto-write has a digest to write
+            "sessionId": "s-user-errors",
+            "rootId": store.paths.root_id,
+            "seq": 1,
+            "cwd": str(site.workspace),
+            "tool": "write_file",
+            "ok": True,
+            "files": [{"path": "out/report.md", "op": "create"}],
+        }
+        (outside / "events.jsonl").write_text(json.dumps(event) + "\n")
         for path in (outside / "bundle.json", outside / "events.jsonl"):
             os.chmod(path, 0o644)
         home, ws = str(site.home), str(site.workspace)
