@@ -559,7 +559,7 @@ async def test_export_and_import_dialogs(fixture_home, tmp_path):
 
 async def test_help_lists_the_keys(fixture_home):
     app = make_app(*fixture_home)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(120, 60)) as pilot:  # the whole list at once (it scrolls)
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = screen_text(app)

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.helpers import SIZE, reason_asked, screen_text, select, table_keys, wait_for
+from app.helpers import SIZE, screen_text, select, table_keys, wait_for
 from conftest import REPO_ROOT
 from hostile_records import hostile_record, write_records
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +31,7 @@ from textual.widgets import Label, Static
 from dsh_memory_tui import cli
 from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.agent import AgentScreen
-from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog
+from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, ReasonDialog
 from dsh_memory_tui.app.widgets.detail import GUTTER, PREVIEW_LINES, DetailPane
 from dsh_memory_tui.model import Record, Scope, Verification
 from dsh_memory_tui.present import record_hidden_characters, visible
@@ -318,17 +318,8 @@ async def test_markup_in_a_title_never_acts_in_a_dialog(tmp_path: Path) -> None:
     app = app_for(store)
     async with app.run_test(size=SIZE) as pilot:
         await shown(pilot, app, rid)
-        # One record's reason is asked in the one-line bar, in the status line's place.
-        await pilot.press("v")
-        await wait_for(pilot, lambda: reason_asked(app), what="the reason")
-        question = app.query_one("#ask-question", Label)
-        assert "[@click=app.verify]Click\\x9b31m me\\u200b" in str(question.render())
-        await pilot.click(question, offset=(10, 0))
-        await pilot.click(question, offset=(16, 0))
-        await pilot.pause()
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: not reason_asked(app), what="the question dropped")
-        for key, dialog in (("f", ConfirmDialog), ("c", CopyDialog)):
+        # Its hidden characters are a risk flag, so its reason is asked in the dialog.
+        for key, dialog in (("v", ReasonDialog), ("f", ConfirmDialog), ("c", CopyDialog)):
             await pilot.press(key)
             await wait_for(pilot, lambda d=dialog: isinstance(app.screen, d), what=str(dialog))
             message = app.screen.query_one(".dialog-message", Static)
