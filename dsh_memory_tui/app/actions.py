@@ -183,6 +183,8 @@ GOVERNED = {
 }
 # Actions on the cursor's record only (the others act on the marked rows, else the cursor's).
 ON_CURSOR = frozenset({"forget", "keep", "source_diff"})
+# The scopes the app writes records into (new, edit, copy, import).
+EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 # What a session group's header lists as allowed or not (the rest needs another scope's tab).
 SESSION_REVIEW_ACTIONS = ("verify", "reject", "pin", "archive", "restore", "forget", "copy")
 

@@ -25,13 +25,13 @@ from ...errors import ErrorCode, StoreError
 from ...governance import refused
 from ...model import Record, Scope, Status
 from ...present import visible
-from ...store import Action, FileView
-from ...store.maintenance import AdoptResult, other_roots
-from ...store.memory import KeepResult, MergeResult, WriteResult
+from ...store import Action
+from ...store.memory import WriteResult
 from ..actions import (
     ACTION_NAMES,
     ACTION_OF_KEY,
     ACTIONS,
+    EDITABLE_SCOPES,
     ON_CURSOR,
     OTHER_KEYS,
     SESSION_REVIEW_ACTIONS,
@@ -47,14 +47,14 @@ from ..actions import (
 from ..labels import SHARED_WARNING, batch_list
 from ..panes import TABS
 from ..widgets.ask_bar import AskBar
+from . import resolve
 from .dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
+from .file_actions import WholeFiles
 from .form import FormResult, RecordForm, RevisionConflict
 
 if TYPE_CHECKING:
     from ..app import MemoryApp
-    from .conflict import PairChoice
 
-EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
 
 
@@ -81,7 +81,7 @@ class MainScreen(Screen[None]):
         super().__init__(**kwargs)
         self._ask_bar_widget: AskBar | None = None
         self._binding_signature: tuple[bool | None, ...] = ()
-        self._adoptable: dict[Scope, FileView | None] = {}  # _adopt_view's last answers
+        self.whole_files = WholeFiles(self)  # adopt, compact, export, import, views
         self._git_state: str | None = None  # _git_setup's answer
 
     @property
@@ -143,7 +143,7 @@ class MainScreen(Screen[None]):
             near=lambda r: [other for other, _ in app.near_pair(r)],
             adoptable=action == "adopt"
             and not app.flags.loading
-            and self._adopt_view() is not None,
+            and self.whole_files.adopt_view() is not None,
             rereview=app.source_review.states.rereview,
         )
         return refusal(action, records or [], here)
@@ -494,235 +494,30 @@ class MainScreen(Screen[None]):
     def action_restore(self) -> None:
         self._confirm_batch(Action.RESTORE)
 
-    def _merge_pair(self, choice: PairChoice | None) -> None:
-        """A side-by-side view's decision for two records: keep one as it is (a merge with
-        its own text) or open the merge form; then one locked write (``MemoryStore.merge``)."""
-        from .merge import MergeForm, MergeRequest
-
-        app = self.memory
-        if choice is None:
-            return
-        keep, other = app.record(choice.keep), app.record(choice.other)
-        if keep is None or other is None:
-            return
-
-        def merge(request: MergeRequest | None) -> None:
-            if request is None:
-                return
-
-            def write(confirmed: bool) -> MergeResult:
-                return app.store.merge(
-                    request.keep,
-                    request.other,
-                    title=request.title,
-                    content=request.content,
-                    reason=request.reason,
-                    base_revision=request.base_revision,
-                    confirm_shared=confirmed,
-                )
-
-            def done(result: MergeResult) -> None:
-                retired = result.other
-                word = "rejected" if retired.status is Status.ACTIVE else "archived"
-                revision = result.kept.governance.revision
-                app.notify(
-                    f"merged into “{result.kept.title}” (revision {revision}, verified); "
-                    f"“{retired.title}” {word}",
-                    title="Merged",
-                    markup=False,
-                )
-                app.active_pane.table.move_cursor_to_key(result.kept.id)
-
-            app.run_write([keep.scope], write, done, keys=[request.keep, request.other])
-
-        if choice.merge:
-            app.push_screen(MergeForm(keep, other), merge)
-        else:
-            merge(
-                MergeRequest(
-                    keep.id, other.id, keep.title, keep.content, None, keep.governance.revision
-                )
-            )
-
     def action_keep(self) -> None:
         """The conflict view: the group's versions side by side, K keeps the chosen one; on a
         record in no conflict group, its near-duplicates (keep one, or merge)."""
-        from .conflict import ConflictScreen, PairChoice
-
-        app = self.memory
-        record = app.current_record()
-        if record is None:
-            return
-        group, rivals = app.conflict_info(record)
-        if not rivals and app.near_pair(record):
-            # K on near-duplicates: side by side; keep one (a new revision naming both, the
-            # other rejected or archived) or merge them (the merge form).
-            from .merge import NearDuplicateScreen
-
-            app.push_screen(NearDuplicateScreen(record, app.near_pair(record)), self._merge_pair)
-            return
-
-        def chosen(rid: str | PairChoice | None) -> None:
-            if isinstance(rid, PairChoice):
-                self._merge_pair(rid)
-                return
-            target = app.record(rid) if rid else None
-            if target is None:
-                return
-
-            def write(confirmed: bool) -> KeepResult:
-                return app.store.keep(
-                    target.id, base_revision=target.governance.revision, confirm_shared=confirmed
-                )
-
-            def done(result: KeepResult) -> None:
-                parts = [
-                    f"kept “{result.kept.title}” ({result.kept.governance.verification.value})"
-                ]
-                if result.rejected:
-                    parts.append(f"{len(result.rejected)} rejected")
-                if result.archived:
-                    parts.append(f"{len(result.archived)} archived")
-                app.notify("; ".join(parts), title="Conflict resolved", markup=False)
-                app.active_pane.table.move_cursor_to_key(target.id)
-
-            members = [target.id, *(r.id for r in app.group_records(target))]
-            app.run_write([target.scope], write, done, keys=members)
-
-        app.push_screen(ConflictScreen(record, rivals, group, app.store.clock), chosen)
+        resolve.keep(self)
 
     # ------------------------------------------------------------------ whole files
 
-    def _adopt_view(self) -> FileView | None:
-        """The active tab's project file when it has lines of another workspace's rootId (a
-        moved or copied project), else None. Not the shared file: its other rootIds are the
-        team's clones, whose records adopting would take from their authors' hosts (the CLI's
-        ``adopt --scope shared-project`` does it for a moved project)."""
-        app = self.memory
-        scope = app.active_pane.spec.scope
-        if scope is not Scope.PROJECT:
-            return None
-        if not app._store_gate.acquire(blocking=False):
-            # A write is running and may be rebuilding the view: the answer from before it.
-            return self._adoptable.get(scope)
-        try:
-            view = app.store.view(app.store.file_for(scope))
-            self._adoptable[scope] = view if other_roots(view, app.store.paths) else None
-        finally:
-            app._store_gate.release()
-        return self._adoptable[scope]
-
     def action_adopt(self) -> None:
-        app = self.memory
-        view = self._adopt_view()
-        if view is None:
-            return
-        roots = other_roots(view, app.store.paths)
-        lines = "\n".join(f"  {n} line(s) of {root}" for root, n in roots.items())
-
-        def write(confirmed: bool) -> AdoptResult:
-            return app.store.adopt(view.file, confirm_shared=confirmed)
-
-        def done(result: AdoptResult) -> None:
-            text = (
-                f"adopted {result.lines} line(s): {len(result.ids)} record(s) now shown "
-                "here (and to the host)"
-            )
-            if result.left:
-                text += f"; {len(result.left)} left as they were ({result.left[0][1]})"
-            app.notify(text, title="Adopted", markup=False)
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                app.run_write(
-                    [view.scope],
-                    write,
-                    done,
-                    keys=[f"file:{view.path}"],
-                    progress=f"adopting into {view.path.name}",
-                )
-
-        app.push_screen(
-            ConfirmDialog(
-                "Adopt a moved project's records?",
-                f"{view.path} holds lines of another workspace:\n{lines}\n"
-                "written when this project was at another path (or by a copy of it). Neither the "
-                "host nor this app shows them here. Adopting rewrites those lines under this "
-                "workspace's rootId, in one locked write: each record keeps its history, and a "
-                ".bak of the file is written first.",
-                "Adopt",
-            ),
-            answered,
-        )
+        self.whole_files.adopt()
 
     def action_compact(self) -> None:
-        app = self.memory
-        scope = app.active_pane.spec.scope
-        if scope is None or scope is Scope.SESSION:
-            files = app.store.files(Scope.SESSION) if scope else []
-        else:
-            files = [app.store.file_for(scope)]
-        files = [f for f in files if f.path.exists()]
-        if not files:
-            app.notify("Nothing to compact on this tab.")
-            return
-
-        def write(confirmed: bool) -> list[str]:  # in the write worker
-            lines = []
-            for f in files:
-                result = app.store.compact(f, confirm_shared=confirmed)
-                lines.append(f"{f.path.name}: {result.bytes_before} -> {result.bytes_after} bytes")
-            return lines
-
-        def done(lines: list[str]) -> None:
-            app.notify("\n".join(lines), title="Compacted", markup=False)
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                app.run_write(
-                    [f.scope for f in files],
-                    write,
-                    done,
-                    keys=[f"file:{f.path}" for f in files],
-                    progress="compacting " + ", ".join(f.path.name for f in files[:2]),
-                )
-
-        names = "\n".join(str(f.path) for f in files)
-        app.push_screen(
-            ConfirmDialog(
-                "Compact?",
-                f"Keep only each record's current revision in:\n{names}\n"
-                "(a .bak of each file is written first)",
-                "Compact",
-            ),
-            answered,
-        )
+        self.whole_files.compact()
 
     def action_agent_view(self) -> None:
-        from .agent import AgentData, AgentScreen, agent_data
+        self.whole_files.agent_view()
 
-        app = self.memory
+    def action_audit(self) -> None:
+        self.whole_files.audit()
 
-        def read() -> AgentData:
-            return agent_data(app.store, app.session)
+    def action_export(self) -> None:
+        self.whole_files.export()
 
-        def reload(show: Callable[[AgentData], None]) -> None:  # after a lever's write
-            app.run_read(read, show, failed)
-
-        def show(data: AgentData) -> None:
-            app.flags.agent_view_due = False
-            if self.is_active:  # not under a dialog opened meanwhile
-                app.push_screen(AgentScreen(data, reload))
-
-        def failed(exc: StoreError) -> None:
-            app.flags.agent_view_due = False
-            app.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
-
-        if app.flags.agent_view_due:
-            return  # W pressed again while it reads
-        app.flags.agent_view_due = True
-        # Read in a worker, after any write the app is running (run_read).
-        app.run_read(read, show, failed)
+    def action_import(self) -> None:
+        self.whole_files.import_bundle()
 
     def action_reload(self) -> None:
         """``ctrl+r``: what every file holds now, read, and every tab rebuilt from it (what a
@@ -741,44 +536,6 @@ class MainScreen(Screen[None]):
             return
         app.copy_to_clipboard(record.id)
         app.notify(f"copied {visible(record.id)}", title="Copy id", markup=False)
-
-    def action_audit(self) -> None:
-        from ...audit import DEFAULT_MAX_BYTES, AuditLog
-        from .audit import AuditScreen
-
-        app = self.memory
-        log = AuditLog(app.store.paths.home, DEFAULT_MAX_BYTES)
-
-        def show(read: Any) -> None:
-            if self.is_active:  # not under a dialog opened meanwhile
-                app.push_screen(AuditScreen(read, str(log.path)))
-
-        def refused(exc: StoreError) -> None:
-            app.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
-
-        app.run_read(log.read, show, refused)
-
-    def action_export(self) -> None:
-        from .bundles import ExportDialog
-
-        app = self.memory
-        app.push_screen(ExportDialog(app.store, app.run_read), self._bundle_done)
-
-    def action_import(self) -> None:
-        from .bundles import ImportDialog
-
-        app = self.memory
-        scope = app.active_pane.spec.scope
-        target = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
-        app.push_screen(
-            ImportDialog(app.store, app.run_write, app.run_read, target=target),
-            self._bundle_done,
-        )
-
-    def _bundle_done(self, message: str | None) -> None:
-        if message:
-            self.memory.notify(message)
-        self.memory.sync()
 
     # ------------------------------------------------------------------ one record
 
