@@ -91,7 +91,7 @@ def test_payload_shows_hidden_characters_on_a_terminal_only(dirs, tmp_path):
     home, workspace = dirs
     store = store_of(home, workspace)
     rid = store.create("project", "fact", "escape", "before \u202e after").id
-    store.verify(rid)
+    store.verify(rid, "its hidden character is the point of the test")
     assert "\u202e".encode() in _payload_bytes(home, workspace)
     cmd = (
         f"{sys.executable} -m dsh_memory_tui.cli --home {home} --workspace {workspace} "

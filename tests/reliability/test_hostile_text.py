@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import itertools
 import json
 import re
 import subprocess
@@ -215,8 +216,13 @@ async def _read_in_the_app(store: MemoryStore, records: list[Record]) -> int:
             lines = detail.text.split("\n")
             start = lines.index("Content: raw text (m: as Markdown)") + 1
             end = lines.index("Details", start)
-            assert all(line.startswith(GUTTER.rstrip()) for line in lines[start : end - 1])
-            shown = "".join(line[len(GUTTER) :] for line in lines[start : end - 1])
+            # The content's lines, each behind the gutter; then a blank line and the risk
+            # flags' section (hidden characters are one), or Details.
+            body = list(
+                itertools.takewhile(lambda line: line.startswith(GUTTER.rstrip()), lines[start:end])
+            )
+            assert body and not lines[start + len(body)].strip()
+            shown = "".join(line[len(GUTTER) :] for line in body)
             wanted = visible(record.content, multiline=True)
             assert _SPACE.sub("", shown) == _SPACE.sub("", wanted)
             await pilot.press("m")
@@ -353,7 +359,7 @@ async def test_markup_in_an_id_a_title_or_the_user_does_not_crash(tmp_path: Path
 
 async def test_the_agent_view_shows_a_served_titles_markup_as_text(tmp_path: Path) -> None:
     store, rid = one_hostile_store(tmp_path)
-    store.apply("verify", rid, base_revision=1)  # served now
+    store.apply("verify", rid, base_revision=1, reason="checked")  # served now
     app = app_for(store)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("W")
