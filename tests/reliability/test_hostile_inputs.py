@@ -220,7 +220,7 @@ def test_auto_write_on_an_endless_line_stays_small_and_stops_on_sigterm(
 ) -> None:
     """`dsh-memory auto-write < /dev/zero` (one line that never ends): after it has read
     256 MiB its memory is still under 150 MB (a line past 1 MiB is skipped, unbuffered), and
-    SIGTERM ends it within the deadline with exit 0.
+    SIGTERM ends it within the deadline; the over-long line is named (exit 1).
     """
     with open("/dev/zero", "rb") as zero:
         proc = _auto_write(tmp_path, stdin=zero)
@@ -236,7 +236,8 @@ def test_auto_write_on_an_endless_line_stays_small_and_stops_on_sigterm(
     finally:
         proc.kill()
     assert rss_kb < 150 * 1024, f"{rss_kb} kB after 256 MiB of one line"
-    assert proc.returncode == 0 and stderr == ""
+    assert proc.returncode == 1, stderr  # the over-long line is named, and skipped
+    assert stderr.startswith("warning: events line 1 skipped") and "error[INVALID_EVENT]" in stderr
     figures.add("bytes of an endless line read", 256 << 20)
     figures.add("peak memory after them (MB)", rss_kb // 1024)
 
@@ -245,7 +246,7 @@ def test_auto_write_ends_on_sigterm_while_reading_a_huge_events_file(
     tmp_path: Path, figures: Figures
 ) -> None:
     """A sparse 64 GiB events file (zeros, no newline): `auto-write --events` reads it in
-    chunks, skipping the endless line, and SIGTERM ends it promptly with exit 0."""
+    chunks, skipping the endless line, and SIGTERM ends it promptly (exit 1: the line is named)."""
     events = tmp_path / "events.jsonl"
     with open(events, "wb") as f:
         f.truncate(64 << 30)
@@ -260,5 +261,6 @@ def test_auto_write_ends_on_sigterm_while_reading_a_huge_events_file(
         _, stderr = proc.communicate(timeout=5)
     finally:
         proc.kill()
-    assert proc.returncode == 0 and stderr == ""
+    assert proc.returncode == 1, stderr  # the over-long line is named, and skipped
+    assert stderr.startswith("warning: events line 1 skipped") and "error[INVALID_EVENT]" in stderr
     figures.add("SIGTERMs obeyed mid-file")
