@@ -227,4 +227,9 @@ def test_the_host_opens_our_compacted_file_without_a_warning(
         [record] = got["records"]  # migrated: the host now reads it too
         assert [r["kind"] for r in record["governance"]["sourceRefs"]] == ["import"]
         return
-    assert got["records"] == expected["records"]
+    wanted = expected["records"]
+    forgotten = {r["id"] for r in wanted if r["status"] == "forgotten"}  # erased by our compaction
+    text = ("title", "content", "contentHash", "tags", "updatedAt", "governance")
+    assert [_without(r, text) if r["id"] in forgotten else r for r in got["records"]] == [
+        _without(r, text) if r["id"] in forgotten else r for r in wanted
+    ]
