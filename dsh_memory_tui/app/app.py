@@ -410,6 +410,8 @@ class MemoryApp(StoreWorkers):
 
     def _evidence_arrived(self, changed: bool) -> None:
         self._evidence_running = False
+        if not self.is_running:  # it arrived while the app was closing: its panes are gone
+            return
         if changed:
             for pane in self.panes():
                 pane.evidence_changed()

@@ -75,6 +75,17 @@ async def test_the_first_frame_does_not_wait_for_the_evidence(tmp_path: Path) ->
             app.evidence._lock.release()  # noqa: SLF001
 
 
+async def test_evidence_arriving_while_the_app_closes_is_dropped(tmp_path: Path) -> None:
+    """The worker's result can be queued just before the app shuts down (CI saw it: a record
+    arrived, the test ended): by the time it runs, the panes' children are gone."""
+    home, ws, _ = morning_queue(tmp_path)
+    app = make_app(home, ws, user="carol")
+    async with app.run_test(size=SIZE) as pilot:
+        await evidence_shown(pilot, app)
+    app._evidence_arrived(True)  # noqa: SLF001  as call_from_thread runs it during the shutdown
+    assert not app.is_running
+
+
 async def test_the_review_queue_marks_flagged_proposals(tmp_path: Path) -> None:
     home, ws, ids = morning_queue(tmp_path)
     app = make_app(home, ws, user="carol")
