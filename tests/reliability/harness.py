@@ -281,8 +281,15 @@ class KillingOS:
     that was).
     """
 
-    def __init__(self, nth: int, emit: Emit, calls: frozenset[str] = MUTATING_CALLS) -> None:
-        self._nth, self._emit, self._calls = nth, emit, calls
+    def __init__(
+        self,
+        nth: int,
+        emit: Emit,
+        calls: frozenset[str] = MUTATING_CALLS,
+        only: Callable[[tuple[Any, ...]], bool] | None = None,
+    ) -> None:
+        """``only``, if given, picks which of those calls count (by their arguments)."""
+        self._nth, self._emit, self._calls, self._only = nth, emit, calls, only
         self.calls = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -291,6 +298,8 @@ class KillingOS:
             return real
 
         def killing(*args: Any, **kwargs: Any) -> Any:
+            if self._only is not None and not self._only(args):
+                return real(*args, **kwargs)
             self.calls += 1
             if self.calls == self._nth:
                 self._emit(killed_at=name, n=self.calls)
