@@ -98,8 +98,16 @@ class ExportResult:
     # (id, why) of each record the host's import would refuse (so it would refuse the bundle):
     # kept in the store, left out of a JSON bundle so that the host imports it whole.
     left_out: tuple[tuple[str, str], ...] = ()
-    # (scope, records exported from it), in the order of Scope.
+    # (scope, records exported from it) for every scope asked for (0 too), in the bundle's order.
     by_scope: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def summary(self) -> str:
+        """What was written, per scope: ``wrote 12 records to x.json: project 7,
+        shared-project 3, user 2, session 0`` (the CLI's line; the app's receipt)."""
+        noun = "record" if self.count == 1 else "records"
+        scopes = ", ".join(f"{scope} {n}" for scope, n in self.by_scope)
+        return f"wrote {self.count} {noun} to {self.path}" + (f": {scopes}" if scopes else "")
 
     @property
     def over_host_limits(self) -> str | None:
@@ -176,21 +184,24 @@ class ImportResult:
 # ------------------------------------------------------------------------- export
 
 
-def _export_files(
-    store: MemoryStore, scopes: Iterable[Scope | str] | None, session: Session | None
-) -> list[StoreFile]:
-    """The files to export: every scope by default; ``session`` narrows sessions to that one
-    (and, without ``scopes``, exports only it)."""
+def _export_scopes(scopes: Iterable[Scope | str] | None, session: Session | None) -> list[Scope]:
+    """The scopes to export, in the bundle's order: every scope by default; ``session``
+    narrows sessions to that one (and, without ``scopes``, exports only it)."""
     if scopes is None:
         chosen = [Scope.SESSION] if session is not None else list(Scope)
     else:
         chosen = list(dict.fromkeys(Scope(s) for s in scopes))
         if session is not None and Scope.SESSION not in chosen:
             chosen.append(Scope.SESSION)
+    return [s for s in (Scope.PROJECT, Scope.SHARED, Scope.USER, Scope.SESSION) if s in chosen]
+
+
+def _export_files(
+    store: MemoryStore, chosen: list[Scope], session: Session | None
+) -> list[StoreFile]:
+    """The files of the scopes ``_export_scopes`` chose (only ``session``'s, if given)."""
     files: list[StoreFile] = []
-    for scope in (Scope.PROJECT, Scope.SHARED, Scope.USER, Scope.SESSION):
-        if scope not in chosen:
-            continue
+    for scope in chosen:
         if scope is Scope.SESSION and session is not None:
             files.append(store.file_for(Scope.SESSION, session))
         else:
@@ -238,7 +249,8 @@ def export_bundle(
         raise StoreError(ErrorCode.USAGE, f"no such directory: {out_path.parent}")
     corrupt = future = 0
     per_file: list[tuple[list[Record], dict[str, str]]] = []
-    for file in _export_files(store, scopes, session):
+    asked = _export_scopes(scopes, session)
+    for file in _export_files(store, asked, session):
         view = store.view(file)
         view.refresh()
         corrupt += len(view.corrupt)
@@ -280,7 +292,7 @@ def export_bundle(
     )
     safe_append(AuditLog(store.paths.home), entry)
     counted = Counter(r.scope for r in exported)
-    by_scope = tuple((scope.value, counted[scope]) for scope in Scope if counted[scope])
+    by_scope = tuple((scope.value, counted[scope]) for scope in asked)
     return ExportResult(
         out_path, count, exported_at, corrupt, future, fmt, len(data), tuple(left_out), by_scope
     )

@@ -602,7 +602,7 @@ def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
         print(
             f"note: the host cannot import this bundle: {result.over_host_limits}", file=sys.stderr
         )
-    print(f"exported {result.count} record(s) to {result.path}")
+    print(result.summary)
     return 0
 
 

@@ -759,7 +759,7 @@ def test_cli_export_then_import(fixture_home: tuple[Path, Path], tmp_path: Path)
     out = tmp_path / "b.json"
     done = run_cli(home, workspace, "export", "--out", str(out), "--scope", "project")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"exported 4 record(s) to {out}"
+    assert done.stdout.strip() == f"wrote 4 records to {out}: project 4"
     assert out.stat().st_mode & 0o777 == 0o600
 
     home2, ws2 = tmp_path / "h2", tmp_path / "w2"
@@ -774,6 +774,23 @@ def test_cli_export_then_import(fixture_home: tuple[Path, Path], tmp_path: Path)
     assert all(i.startswith("memory:import:") for i in ids)
     again = run_cli(home2, ws2, "import", str(out), "--scope", "project")
     assert "0 new, 4 duplicate" in again.stdout and "imported 0 record(s)" in again.stdout
+
+
+def test_cli_export_names_each_scope_asked_for_with_its_count_zero_included(tmp_path: Path):
+    home, ws = tmp_path / "h", tmp_path / "w"
+    store = MemoryStore.open(home, ws, "alice")
+    store.create("project", "fact", "One", "The first project fact.")
+    store.create("project", "fact", "Two", "The second project fact.")
+    store.create("shared-project", "fact", "Team", "A fact for the team.", confirm_shared=True)
+    out = tmp_path / "x.json"
+    done = run_cli(
+        home, ws, "export", "--out", str(out), "--scope", "user", "--scope", "project",
+        "--scope", "shared-project",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"wrote 3 records to {out}: project 2, shared-project 1, user 0\n"
+    every = run_cli(home, ws, "export", "--out", str(out))
+    assert every.stdout.endswith(": project 2, shared-project 1, user 0, session 0\n")
 
 
 def test_cli_lists_invalid_records_and_imports_the_rest(tmp_path: Path):
@@ -1053,7 +1070,7 @@ def test_export_leaves_out_what_the_hosts_import_would_refuse(tmp_path: Path):
     assert [r["id"] for r in json.loads(out.read_bytes())["records"]] == [ok]
     done = run_cli(tmp_path / "h", tmp_path / "w", "export", "--out", str(out), user="dana")
     assert f"left out {full}: 32 source refs: no room for the host's import ref" in done.stderr
-    assert "exported 1 record(s)" in done.stdout
+    assert f"wrote 1 record to {out}: project 1, " in done.stdout
 
 
 def test_records_the_host_would_merge_past_32_refs_are_left_out(tmp_path: Path):

@@ -169,7 +169,9 @@ async def test_export_json_lists_what_it_left_out(tmp_path):
         app.screen.query_one("#path", Input).value = str(out)
         await pilot.click("#ok")
         await wait_for(pilot, lambda: bool(messages), what="the summary")
-    assert messages[0].startswith(f"Exported 1 record(s) (project 1) to {out}; 1 left out")
+    assert messages[0].startswith(
+        f"wrote 1 record to {out}: project 1, shared-project 0, user 0, session 0; 1 left out"
+    )
     assert [r["title"] for r in json.loads(out.read_bytes())["records"]] == ["Plain"]
 
 
@@ -333,9 +335,10 @@ async def test_export_takes_every_scope_and_says_how_many_from_each(fixture_home
         )
         for s in Scope
     }
-    named = ", ".join(f"{scope} {n}" for scope, n in counts.items() if n)
+    order = ("project", "shared-project", "user", "session")
+    named = ", ".join(f"{scope} {counts[scope]}" for scope in order)
     assert counts["session"] > 0
-    assert messages[0].startswith(f"Exported {sum(counts.values())} record(s) ({named}) to {out}")
+    assert messages[0].startswith(f"wrote {sum(counts.values())} records to {out}: {named}")
 
 
 async def test_each_scope_boxs_state_reads_without_colour(fixture_home):

@@ -217,8 +217,7 @@ class ExportDialog(ModalScreen[str | None]):
         self.run_read(export, exported, failed)
 
     def _summary(self, result: ExportResult) -> str:
-        scopes = ", ".join(f"{scope} {n}" for scope, n in result.by_scope) or "none"
-        summary = f"Exported {result.count} record(s) ({scopes}) to {result.path}"
+        summary = result.summary
         if result.left_out:
             summary += (
                 f"; {len(result.left_out)} left out (the host's import would refuse "
