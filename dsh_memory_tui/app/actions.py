@@ -181,6 +181,16 @@ GOVERNED = {
     "archive": Action.ARCHIVE,
     "restore": Action.RESTORE,
 }
+# A record's receipt: what was done to it.
+DONE = {
+    Action.VERIFY: "verified",
+    Action.REJECT: "rejected",
+    Action.REVERIFY: "re-verified",
+    Action.PIN: "pinned",
+    Action.UNPIN: "unpinned",
+    Action.ARCHIVE: "archived",
+    Action.RESTORE: "restored",
+}
 # Actions on the cursor's record only (the others act on the marked rows, else the cursor's).
 ON_CURSOR = frozenset({"forget", "keep", "source_diff"})
 # The scopes the app writes records into (new, edit, copy, import).

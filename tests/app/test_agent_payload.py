@@ -78,6 +78,8 @@ async def test_pin_moves_a_cut_record_into_the_payload_shown_in_place(store):
     expected = _expected(store)
     last = expected.cut[-1]
     app = make_app(store.paths.home, store.paths.workspace)
+    notes: list[str] = []
+    app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
         screen = await _opened(pilot, app)
         for _ in range(len(expected.records) + len(expected.cut) - 1):
@@ -92,6 +94,8 @@ async def test_pin_moves_a_cut_record_into_the_payload_shown_in_place(store):
         assert app.screen is screen  # still in the view
         assert screen.data.rows[screen.chosen].id == last.id  # still chosen
         assert last.title in _payload(app).split("below are not sent")[0]
+        await wait_for(pilot, lambda: bool(notes), what="the receipt")
+    assert notes == [f"pinned: “{last.title}”"]
     assert store.get(last.id).governance.pinned
 
 

@@ -222,6 +222,46 @@ async def test_each_key_writes_what_the_rules_allow_and_says_why_they_refuse(
     assert (written, refused) == (len(KEYS), len(KEYS) - 1)
 
 
+DONE = {
+    "verify": "verified",
+    "reject": "rejected",
+    "reverify": "re-verified",
+    "pin": "pinned",
+    "unpin": "unpinned",
+    "archive": "archived",
+    "restore": "restored",
+    "forget": "forgotten",
+}
+
+
+async def test_every_action_on_one_record_from_the_table_says_what_it_did(
+    tmp_path: Path,
+) -> None:
+    """A receipt for each key that wrote: a toast naming what was done, to which record."""
+    dirs = make_case_dirs(tmp_path)
+    allowed = [c for c in PER_KEY if c.our_code is None]
+    data = write_project(dirs, [c.with_root(dirs.root_id) for c in allowed])
+    app = make_app(dirs)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("A")  # archived too
+        await wait_for(pilot, lambda: len(table_keys(app, "project")) == len(allowed))
+        table = app.pane("project").table
+        for case in allowed:
+            assert table.move_cursor_to_key(case.id), case.name
+            await wait_for(pilot, lambda case=case: table.cursor_key == case.id)
+            before, told = lines_of(data, case.id), len(app.told)
+            await _press_action(pilot, app, case)
+            await wait_for(
+                pilot, lambda c=case, b=before: lines_of(data, c.id) != b, what=case.name
+            )
+            await wait_for(pilot, lambda told=told: len(app.told) > told, what=case.name)
+            title, message, severity = app.told[-1]
+            assert severity == "information", (case.name, message)
+            assert message.startswith(f"{DONE[case.action]}: "), (case.name, message)
+            assert case.id in message or lines_of(data, case.id)[0]["title"] in message
+
+
 async def test_forget_of_an_erased_record_says_its_text_is_erased(tmp_path: Path) -> None:
     dirs = make_case_dirs(tmp_path)
     gone = record(dirs, "memory:gone", "x", tombstone_content(None))

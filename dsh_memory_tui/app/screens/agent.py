@@ -33,6 +33,7 @@ from ...governance import Action
 from ...model import Record, Scope, utf8_len
 from ...present import PINNED_MARK, visible
 from ...store import MemoryStore
+from ..actions import DONE
 
 # The session a new server makes has no session records: any id without a file serves alike.
 NEW_SESSION = "mcp-new-session"
@@ -258,6 +259,8 @@ class AgentScreen(ModalScreen[None]):
             title = visible(record.title)
             if action is Action.ARCHIVE:
                 app.notify("\n".join([f"archived: {title}", *receipt]), title="Archived")
+            else:
+                app.notify(f"{DONE[action]}: “{title}”")
             if self.reload is not None and self.is_attached:
                 self.reload(self.show_data)
 

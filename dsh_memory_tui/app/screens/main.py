@@ -31,6 +31,7 @@ from ..actions import (
     ACTION_NAMES,
     ACTION_OF_KEY,
     ACTIONS,
+    DONE,
     EDITABLE_SCOPES,
     ON_CURSOR,
     OTHER_KEYS,
@@ -357,11 +358,13 @@ class MainScreen(Screen[None]):
                 raise with_hint(exc, action, r) from None
 
         def done(result: Any) -> None:
-            # A single review action shows itself in the table; a toast per key press would
-            # cost more than the write. A batch says how many it changed (and skipped).
+            # A receipt either way: the record and what was done, or a batch's count (and
+            # what it skipped).
             if batch:
                 written, skipped = result
                 self._batch_done(action, len(written), skipped)
+            else:
+                app.notify(f"{DONE[action]}: “{result.title}”", markup=False)
             table.clear_marks()
 
         app.run_write([r.scope for r in records], write, done, keys=[r.id for r in records])
