@@ -26,11 +26,12 @@ from .store.maintenance import other_roots
 
 @dataclass(slots=True)
 class Running:
-    """One write in the worker: the record ids it writes and what the status line says."""
+    """One write asked for: the record ids it writes, what the status line says, and when it
+    started (None while it waits its turn behind the writes asked before it)."""
 
     keys: tuple[str, ...]
     label: str
-    started: float
+    started: float | None = None
 
 
 # What a sync compares per file: epoch, lines applied, corrupt, read-only, foreign, newer-schema.
@@ -219,38 +220,55 @@ def foreign_notes(view: FileView, paths: StorePaths) -> list[str]:
 @dataclass(slots=True)
 class ReviewState:
     """The app's state that is not a widget's: the records shown and where they live, and
-    the writes running."""
+    the writes running and waiting their turn."""
 
     index: Index = field(default_factory=Index)
+    # The writes asked for, oldest first: at most one started, the rest waiting their turn.
     running: dict[int, Running] = field(default_factory=dict)
     _next: int = 0
 
     @property
     def writing(self) -> set[str]:
-        """The record ids some running write is writing."""
+        """The record ids a write running or waiting its turn will write."""
         return {k for run in self.running.values() for k in run.keys}
 
-    def write_started(self, keys: Iterable[str], label: str) -> int:
-        """Note a write that starts; returns its token for ``write_ended``."""
+    @property
+    def queued(self) -> int:
+        """How many writes wait their turn behind the running one."""
+        return sum(1 for run in self.running.values() if run.started is None)
+
+    def write_queued(self, keys: Iterable[str], label: str) -> int:
+        """Note a write asked for, behind every write asked before it; returns its token for
+        ``next_write`` and ``write_ended``."""
         self._next += 1
-        self.running[self._next] = Running(tuple(keys), label, time.monotonic())
+        self.running[self._next] = Running(tuple(keys), label)
         return self._next
+
+    def next_write(self, now: float | None = None) -> int | None:
+        """The token of the write whose turn it is, now marked started; None while one runs
+        or none waits. Writes run one at a time, in the order they were asked for."""
+        if any(run.started is not None for run in self.running.values()):
+            return None
+        token = next(iter(self.running), None)  # a dict keeps the order writes were asked
+        if token is not None:
+            self.running[token].started = time.monotonic() if now is None else now
+        return token
 
     def write_ended(self, token: int) -> None:
         self.running.pop(token, None)
 
     def progress(self, now: float | None = None) -> str:
-        """The status line's words for the running writes ("" when none): the oldest one's
-        label and how long it has run once that is a second or more."""
-        if not self.running:
+        """The status line's words for the writes ("" when none): the running one's label,
+        how long it has run once that is a second or more, and how many wait their turn."""
+        run = next((r for r in self.running.values() if r.started is not None), None)
+        if run is None or run.started is None:
             return ""
-        first = min(self.running.values(), key=lambda run: run.started)
-        elapsed = (time.monotonic() if now is None else now) - first.started
-        text = f"{first.label}…"
+        elapsed = (time.monotonic() if now is None else now) - run.started
+        text = f"{run.label}…"
         if elapsed >= 1:
             text += f" {elapsed:.0f} s"
-        if len(self.running) > 1:
-            text += f" (+{len(self.running) - 1} more)"
+        if self.queued:
+            text += f" ({self.queued} more queued)"
         return text
 
 

@@ -57,15 +57,36 @@ def test_a_banner_counts_quarantined_lines_from_the_store(alice_store: MemorySto
     assert text == "ⓘ 3 corrupt line(s) quarantined in records.jsonl.corrupt"
 
 
-def test_running_writes_are_said_and_their_records_busy():
+def test_a_running_write_is_said_with_how_long_it_has_run():
     state = ReviewState()
-    token = state.write_started(["a", "b"], "compacting records.jsonl")
+    token = state.write_queued(["a", "b"], "compacting records.jsonl")
+    assert state.progress() == ""  # asked for, not started
+    assert state.next_write(now=100.0) == token
     assert state.writing == {"a", "b"}
-    started = state.running[token].started
-    assert state.progress(now=started) == "compacting records.jsonl…"
-    assert state.progress(now=started + 2.4) == "compacting records.jsonl… 2 s"
+    assert state.progress(now=100.0) == "compacting records.jsonl…"
+    assert state.progress(now=102.4) == "compacting records.jsonl… 2 s"
     state.write_ended(token)
     assert state.writing == set() and state.progress() == ""
+
+
+def test_writes_run_one_at_a_time_in_the_order_asked_and_the_waiting_are_counted():
+    state = ReviewState()
+    first = state.write_queued(["a"], "writing")
+    second = state.write_queued(["b"], "writing")
+    third = state.write_queued(["a"], "compacting records.jsonl")
+    assert state.next_write(now=0.0) == first
+    assert state.next_write(now=0.0) is None  # one runs: the others wait their turn
+    assert state.queued == 2 and state.writing == {"a", "b"}
+    assert state.progress(now=0.0) == "writing… (2 more queued)"
+    state.write_ended(first)
+    assert state.progress(now=0.0) == ""  # between two writes: none runs
+    assert state.next_write(now=5.0) == second
+    assert state.progress(now=6.0) == "writing… 1 s (1 more queued)"
+    state.write_ended(second)
+    assert state.next_write(now=7.0) == third
+    assert state.queued == 0 and state.progress(now=7.0) == "compacting records.jsonl…"
+    state.write_ended(third)
+    assert state.next_write() is None and state.writing == set()
 
 
 def test_the_status_line_says_who_where_what_waits_and_what_runs(alice_store: MemoryStore):
