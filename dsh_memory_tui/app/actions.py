@@ -2,9 +2,9 @@
 
 ``ACTIONS`` is the one table the bindings, the key bar, the command palette and the help screen
 read. ``refusal`` answers "may this action run on these records now?" from plain facts (the
-records, the clock, the records being written, the read-only files, the conflict groups, the
-load), with the words of the governance and store rules, so it is tested without a pilot
-(tests/app/test_action_rules.py) and the app only gathers the facts (``MainScreen.unavailable``).
+records, the clock, the read-only files, the conflict groups, the load), with the words of the
+governance and store rules, so it is tested without a pilot (tests/app/test_action_rules.py)
+and the app only gathers the facts (``MainScreen.unavailable``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from ..errors import ErrorCode, StoreError
 from ..governance import Action, forgotten_error, is_erased, keep_refusal, refused
 from ..model import Record, Scope, Status, Verification
 from ..present import MARKER_HELP
-from ..review import safe_text
 
 
 class Key(NamedTuple):
@@ -198,7 +197,7 @@ EDITABLE_SCOPES = [Scope.PROJECT, Scope.SHARED, Scope.USER]
 # What a session group's header lists as allowed or not (the rest needs another scope's tab).
 SESSION_REVIEW_ACTIONS = ("verify", "reject", "pin", "archive", "restore", "forget", "copy")
 
-# (code, one line): a StoreError's code, or UNAVAILABLE / BUSY for the app's own reasons.
+# (code, one line): a StoreError's code, or UNAVAILABLE for the app's own reasons.
 Refusal = tuple[str, str]
 NO_ADOPT = (
     "this tab's file has no lines of another workspace to adopt (the Project tab says when it "
@@ -221,7 +220,6 @@ class Here:
 
     now: int
     loading: bool = False  # the store is still loading (a big store's first frame)
-    writing: Collection[str] = ()  # ids of the records a running write is writing
     # The name of the record's file when that file is read-only (over 8 MiB), else None.
     read_only: Callable[[str], str | None] = _writable
     # The versions of the record's open conflict group (itself included), or [].
@@ -269,7 +267,8 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
     """Why ``action`` cannot run on ``records`` (the marked rows, else the cursor's; for an
     action ``ON_CURSOR`` the first is the one) now, as (code, one line), or None when it can:
     the load, the host's rules for each governance action (a batch runs when at least one of
-    its records allows it), read-only files and scopes, a write of the record still running.
+    its records allows it), read-only files and scopes. A write of the record still running
+    is no reason: the app queues this one behind it (``StoreWorkers.run_write``).
     """
     if here.loading and action in NEED_STORE:
         return ("UNAVAILABLE", "the store is still loading")
@@ -288,8 +287,6 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
     if not records:
         return ("UNAVAILABLE", "no record selected")
     for r in records:
-        if r.id in here.writing:
-            return ("BUSY", f"“{safe_text(r.title)}” is still being written; wait for it")
         name = here.read_only(r.id)
         if name is not None:
             return (

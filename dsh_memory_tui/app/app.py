@@ -662,11 +662,9 @@ class MemoryApp(StoreWorkers):
             return self.main.check_action(action, parameters)
         return True
 
-    def unavailable(
-        self, action: str, records: list[Record] | None = None, *, busy: bool = True
-    ) -> Refusal | None:
+    def unavailable(self, action: str, records: list[Record] | None = None) -> Refusal | None:
         """``MainScreen.unavailable``: why ``action`` cannot run now, or None."""
-        return self.main.unavailable(action, records, busy=busy)
+        return self.main.unavailable(action, records)
 
     def _update_bindings(self) -> None:
         self.main.update_bindings()

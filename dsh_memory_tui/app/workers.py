@@ -15,8 +15,8 @@ from textual.app import App
 from textual.notifications import SeverityLevel
 
 from ..errors import ErrorCode, StoreError
-from ..model import Record, Scope
-from ..review import ReviewState, safe_text
+from ..model import Scope
+from ..review import ReviewState
 from ..store import MemoryStore
 from .screens.dialogs import ConfirmDialog
 from .state import AppFlags, Quit
@@ -35,6 +35,8 @@ class StoreWorkers(App[None]):
         # Held by the write worker around each store call; the event loop never waits for it:
         # a sync that finds it taken is left to the write's end (which syncs).
         self._store_gate = threading.RLock()
+        # Each queued write's start, by its token in ``state.running`` (which keeps the order).
+        self._write_starts: dict[int, Callable[[], None]] = {}
 
     # What the app built on this does after a worker (``MemoryApp``).
 
@@ -47,18 +49,15 @@ class StoreWorkers(App[None]):
     def _update_bindings(self) -> None:
         raise NotImplementedError
 
-    def record(self, rid: str) -> Record | None:
-        raise NotImplementedError
-
     def _loaded(self, error: StoreError | None) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ quitting
 
     def action_quit(self) -> None:  # type: ignore[override]  # Textual's is a coroutine
-        """q (ctrl+q in a form): quit, but a write that is running, or was just asked for (a
-        save typed right before q, a dialog's Enter), is finished first; q again quits at
-        once. A write that fails then keeps the app open, its error on screen.
+        """q (ctrl+q in a form): quit, but the writes running or waiting their turn, and one
+        just asked for (a save typed right before q, a dialog's Enter), are finished first; q
+        again quits at once. A write that fails then keeps the app open, its error on screen.
 
         ctrl+q is a priority binding: it runs when it arrives, before the focused widget has
         taken the keys ahead of it (a dialog's Enter) and before that answer's callback. So
@@ -82,11 +81,19 @@ class StoreWorkers(App[None]):
         if step is Quit.EXIT:
             self.exit()
         elif step is Quit.WAIT:
-            self.notify(
-                "Quitting once the write is done (q again closes the app now; the program ends "
-                "when the write has).",
-                title="Finishing a write",
-            )
+            queued = self.state.queued
+            if queued:
+                text = (
+                    f"Quitting once the {queued + 1} writes asked for are done (q again closes "
+                    f"the app now: the program ends when the running write has; the {queued} "
+                    "queued are not written)."
+                )
+            else:
+                text = (
+                    "Quitting once the write is done (q again closes the app now; the program "
+                    "ends when the write has)."
+                )
+            self.notify(text, title="Finishing a write")
 
     def push_screen(  # type: ignore[override]  # one signature for Textual's overloads
         self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False
@@ -145,47 +152,35 @@ class StoreWorkers(App[None]):
         failed: Callable[[StoreError], bool] | None = None,
         keys: Iterable[str] = (),
         progress: str | None = None,
-    ) -> bool:
+        queued: Callable[[], None] | None = None,
+    ) -> None:
         """The one write flow: the shared confirmation when a scope is shared-project, then
-        ``write(confirm_shared)`` in a worker thread (the store's calls stay synchronous and
-        may wait up to DSH_LOCK_TIMEOUT for another process's lock; keys keep answering),
-        then, back on the event loop, ``done`` (a message, or called with the result) or the
-        error: ``failed(exc)`` first, which returns True when it showed the error itself,
-        else a notification. The tabs sync either way.
+        ``write(confirmed)`` in a worker thread (the store's calls stay synchronous and may
+        wait up to DSH_LOCK_TIMEOUT for another process's lock; keys keep answering), then,
+        back on the event loop, ``done`` (a message, or called with the result) or the error:
+        ``failed(exc)`` first, which returns True when it showed the error itself, else a
+        notification. The tabs sync either way.
 
-        ``keys``: the record ids written; while one of them is being written a second write
-        of it is refused with a message (False returned). ``progress``: what the status line
-        says while it runs (a compaction, an import).
+        Writes run one at a time, in the order asked for: one asked while another runs waits
+        its turn (the status line counts them) and is decided then, against the records as
+        the writes before it left them (one they made stale is refused in the store's words).
+        ``keys``: the record ids written (``state.writing``). ``progress``: what the status
+        line says while it runs (a compaction, an import). ``queued``: called once the write
+        is in the queue (after the shared confirmation).
         """
         keys = tuple(keys)
-        if self._refuse_busy(keys):
-            return False
 
-        def go(confirmed: bool) -> None:
-            if not self._refuse_busy(keys):
-                self._start_write(write, confirmed, done, failed, keys, progress)
+        def queue(confirmed: bool) -> None:
+            self._queue_write(write, confirmed, done, failed, keys, progress)
+            if queued is not None:
+                queued()
 
         if Scope.SHARED in set(scopes):
-            self.confirm_shared(self.store.paths.shared_file().path, lambda: go(True))
+            self.confirm_shared(self.store.paths.shared_file().path, lambda: queue(True))
         else:
-            go(False)
-        return True
+            queue(False)
 
-    def _refuse_busy(self, keys: tuple[str, ...]) -> bool:
-        busy = [k for k in keys if k in self.state.writing]
-        if not busy:
-            return False
-        record = self.record(busy[0])
-        name = f"“{safe_text(record.title)}”" if record is not None else busy[0]
-        self.notify(
-            f"{name} is still being written; try again when that write is done",
-            title="Busy",
-            severity="warning",
-            markup=False,
-        )
-        return True
-
-    def _start_write(
+    def _queue_write(
         self,
         write: Callable[[bool], T],
         confirmed: bool,
@@ -194,11 +189,13 @@ class StoreWorkers(App[None]):
         keys: tuple[str, ...],
         progress: str | None,
     ) -> None:
-        token = self.state.write_started(keys, progress or "writing")
-        self._status()
+        token = self.state.write_queued(keys, progress or "writing")
 
         def finish(result: object, error: StoreError | None) -> None:
             self.state.write_ended(token)
+            if not self.is_running:  # the app closes: its widgets are gone, the queue dropped
+                return
+            self._start_next_write()
             self._update_bindings()
             if error is not None and (failed is None or not failed(error)):
                 # A refused transition is the record's state, not a failure of the store.
@@ -237,7 +234,18 @@ class StoreWorkers(App[None]):
             with contextlib.suppress(RuntimeError):
                 self.call_from_thread(finish, result, error)
 
-        self.run_worker(in_thread, thread=True, group="write", name=progress or "write")
+        def start() -> None:
+            self.run_worker(in_thread, thread=True, group="write", name=progress or "write")
+
+        self._write_starts[token] = start
+        self._start_next_write()
+        self._status()
+
+    def _start_next_write(self) -> None:
+        """Start the write whose turn it is, if none runs."""
+        token = self.state.next_write()
+        if token is not None:
+            self._write_starts.pop(token)()
 
     def run_read(
         self,

@@ -1,6 +1,7 @@
 """Whether an action may run here (``app.actions.refusal``), without the app: the host's
-transitions table over a real store file, and each of the app's own reasons (the load, a write
-running, a read-only file, a batch, edit and copy on one record, keep, adopt).
+transitions table over a real store file, and each of the app's own reasons (the load, a
+read-only file, a batch, edit and copy on one record, keep, adopt). A write of the record still
+running is none of them: the app queues the next one behind it.
 """
 
 from __future__ import annotations
@@ -104,13 +105,9 @@ def test_no_record_selected_refuses_every_write(alice_store: MemoryStore) -> Non
     assert refusal("adopt", [], here) is None
 
 
-def test_a_record_being_written_is_busy_and_a_read_only_file_says_compact(
-    alice_store: MemoryStore,
-) -> None:
+def test_a_read_only_file_says_compact(alice_store: MemoryStore) -> None:
     proposal = alice_store.get(PROPOSAL)
     now = alice_store.clock()
-    busy = refusal("verify", [proposal], Here(now=now, writing={PROPOSAL}))
-    assert busy is not None and busy[0] == "BUSY" and "still being written" in busy[1]
 
     def read_only(rid: str) -> str | None:
         return "records.jsonl"

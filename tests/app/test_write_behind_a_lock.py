@@ -1,6 +1,6 @@
-"""A write that waits on another process's lock: the app keeps answering, refuses a second
-write of the same record, says what it is doing, and q quits once the write is done (or
-stays open when it fails)."""
+"""A write that waits on another process's lock: the app keeps answering, says what it is
+doing, and q quits once the write is done (or stays open when it fails). Writes asked for
+meanwhile wait their turn: tests/app/test_write_queue.py."""
 
 from __future__ import annotations
 
@@ -91,12 +91,9 @@ async def test_a_held_lock_does_not_freeze_the_app(fixture_home):
         async with _verify_behind_a_held_lock(pilot, app) as holder:
             await pilot.press("down")  # the app still answers while the write waits
             await wait_for(pilot, lambda: table.cursor_key != PROPOSAL, what="the cursor moved")
-            await pilot.press("up", "v")  # the same record again: refused while it is written
-            await wait_for(
-                pilot,
-                lambda: any("still being written" in n.message for n in app._notifications),
-                what="the busy refusal",
-            )
+            await pilot.press("up", "v")  # the same record again: asked, to queue behind
+            await wait_for(pilot, lambda: reason_asked(app), what="the second question")
+            await pilot.press("escape")
             assert app.screen is app.screen_stack[0]
             assert holder.path.exists()  # all of that while the other process held the lock
             assert time.monotonic() - started < 10

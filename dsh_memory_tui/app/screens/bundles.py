@@ -37,7 +37,7 @@ from ..widgets.ordered_keys import OrderedInput
 
 # The app's one write flow (MemoryApp.run_write): shared confirmation, the write in a worker,
 # then ``done(result)`` or ``failed(error)`` on the event loop.
-RunWrite = Callable[..., bool]
+RunWrite = Callable[..., None]
 # Its reads (MemoryApp.run_read): ``read()`` in a worker, then ``done(result)`` or
 # ``failed(error)`` on the event loop.
 RunRead = Callable[[Callable[[], Any], Callable[[Any], None], Callable[[StoreError], None]], None]

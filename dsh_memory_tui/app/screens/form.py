@@ -66,9 +66,12 @@ class RevisionConflict(StoreError):
         self.newer = newer
 
 
-# save(result, saved, failed): start the write; ``saved(id)`` runs when it is written,
-# ``failed(error)`` (True: the form showed it) when it is refused. Both on the event loop.
-Saver = Callable[[FormResult, Callable[[str], None], Callable[[StoreError], bool]], None]
+# save(result, saved, failed, queued): start the write; ``queued()`` runs once it waits its
+# turn (after the shared confirmation), ``saved(id)`` when it is written, ``failed(error)``
+# (True: the form showed it) when it is refused. All on the event loop.
+Saver = Callable[
+    [FormResult, Callable[[str], None], Callable[[StoreError], bool], Callable[[], None]], None
+]
 
 
 def parse_tags(text: str) -> list[str]:
@@ -161,6 +164,7 @@ class RecordForm(ModalScreen[str | None]):
         # cannot see or a text area would rewrite): an untouched field saves its exact text.
         texts = field_texts(record) if record else {"title": "", "content": "", "tags": ""}
         self._texts = {name: self._edited(name, texts[name]) for name in TEXT_FIELDS}
+        self._saving = False  # a save is queued or running: ctrl+s again waits for it
 
     @staticmethod
     def _edited(name: str, text: str) -> EditedText:
@@ -296,6 +300,9 @@ class RecordForm(ModalScreen[str | None]):
     # ------------------------------------------------------------------ saving
 
     def action_save(self) -> None:
+        if self._saving:  # a second write on the same revision would be refused as stale
+            self._error("saving: this form's save waits its turn behind the writes before it")
+            return
         errors = self._errors()
         self._show_errors(errors)
         if errors:
@@ -303,14 +310,19 @@ class RecordForm(ModalScreen[str | None]):
             self.query_one(f"#{first}").focus()
             return
         self._error("")
-        self.saver(self._result(), self._saved, self._failed)
+        self.saver(self._result(), self._saved, self._failed, self._queued)
+
+    def _queued(self) -> None:
+        self._saving = True
 
     def _saved(self, record_id: str) -> None:
+        self._saving = False
         if self.is_attached and self.app.screen is self:
             self.dismiss(record_id)
 
     def _failed(self, error: StoreError) -> bool:
         """Show a refused save in the form (True); False when the form is gone."""
+        self._saving = False
         if not self.is_attached:
             return False
         if isinstance(error, RevisionConflict) and self.record is not None:

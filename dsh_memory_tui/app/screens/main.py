@@ -46,7 +46,7 @@ from ..actions import (
     with_hint,
 )
 from ..labels import SHARED_WARNING, batch_list
-from ..panes import TABS
+from ..panes import GROUP_PREFIX, TABS
 from ..widgets.ask_bar import AskBar
 from . import resolve
 from .dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from ..app import MemoryApp
 
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
+# What takes a record out of the review queue once written.
+LEAVE_REVIEW = frozenset({Action.VERIFY, Action.REJECT, Action.ARCHIVE})
 
 
 class MainScreen(Screen[None]):
@@ -114,13 +116,9 @@ class MainScreen(Screen[None]):
             self._ask_bar_widget = bars.first() if bars else None
         return self._ask_bar_widget
 
-    def unavailable(
-        self, action: str, records: list[Record] | None = None, *, busy: bool = True
-    ) -> Refusal | None:
+    def unavailable(self, action: str, records: list[Record] | None = None) -> Refusal | None:
         """Why ``action`` cannot run on ``records`` (by default the marked rows, else the
-        cursor's) now, or None when it can (``actions.refusal``); a write of the record still
-        running counts unless ``busy`` is False.
-        """
+        cursor's) now, or None when it can (``actions.refusal``)."""
         app = self.memory
         gathered = action in WRITE_ACTIONS or action in ON_CURSOR
         if records is None and gathered and not app.flags.loading:
@@ -138,7 +136,6 @@ class MainScreen(Screen[None]):
         here = Here(
             now=app.store.clock(),
             loading=app.flags.loading,
-            writing=app.state.writing if busy else (),
             read_only=read_only,
             group=app.group_records,
             near=lambda r: [other for other, _ in app.near_pair(r)],
@@ -155,7 +152,7 @@ class MainScreen(Screen[None]):
         if why is None:
             return False
         code, message = why
-        title = {"UNAVAILABLE": "Unavailable", "BUSY": "Busy"}.get(code, f"error[{code}]")
+        title = "Unavailable" if code == "UNAVAILABLE" else f"error[{code}]"
         self.memory.notify(message, title=title, severity="warning", timeout=8, markup=False)
         return True
 
@@ -184,12 +181,7 @@ class MainScreen(Screen[None]):
         """Refresh the footer only when an action's availability changed: a footer rebuild
         per cursor move would cost more than the move itself.
         """
-        # A write running does not count: two footer rebuilds per write (its start and its
-        # end) cost more than the write; a key pressed meanwhile is checked, and explained.
-        signature = tuple(
-            self.check_action(a, ()) is not True and self.unavailable(a, busy=False) is not None
-            for a in WRITE_ACTIONS_IN_ORDER
-        )
+        signature = tuple(self.check_action(a, ()) is not True for a in WRITE_ACTIONS_IN_ORDER)
         if signature != self._binding_signature:
             self._binding_signature = signature
             self.refresh_bindings()
@@ -367,7 +359,21 @@ class MainScreen(Screen[None]):
                 app.notify(f"{DONE[action]}: “{result.title}”", markup=False)
             table.clear_marks()
 
-        app.run_write([r.scope for r in records], write, done, keys=[r.id for r in records])
+        def queued() -> None:
+            # Written, the record leaves the review queue and the cursor lands on the next one:
+            # it moves there now, so v Enter v Enter reviews the next record while the first
+            # is still being written (behind another process's lock, a slow disk).
+            if not batch and action in LEAVE_REVIEW and table is app.pane("review").table:
+                writing = app.state.writing
+                table.move_cursor_off(lambda k: k in writing or k.startswith(GROUP_PREFIX))
+
+        app.run_write(
+            [r.scope for r in records],
+            write,
+            done,
+            keys=[r.id for r in records],
+            queued=queued,
+        )
 
     def _batch_done(self, action: Action, written: int, skipped: list[tuple[str, str]]) -> None:
         """One notification: how many were written, then each skipped record and why."""
@@ -604,9 +610,11 @@ class MainScreen(Screen[None]):
         result: FormResult,
         saved: Callable[[str], None],
         failed: Callable[[StoreError], bool],
+        queued: Callable[[], None],
     ) -> None:
-        """The form's saver, through ``run_write``: ``saved(id)`` once written, ``failed``
-        for a refusal (a REVISION_CONFLICT carries the newer version for the form's merge)."""
+        """The form's saver, through ``run_write``: ``queued()`` once the write waits its
+        turn, ``saved(id)`` once written, ``failed`` for a refusal (a REVISION_CONFLICT
+        carries the newer version for the form's merge)."""
         app = self.memory
         store = app.store
 
@@ -656,6 +664,7 @@ class MainScreen(Screen[None]):
             done,
             failed=failed,
             keys=[result.record_id] if result.record_id else [],
+            queued=queued,
         )
 
     def action_new(self) -> None:

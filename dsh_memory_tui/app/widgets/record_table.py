@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -411,6 +411,19 @@ class RecordTable(ScrollView, can_focus=True):
             return False
         self._move_cursor(position)
         return True
+
+    def move_cursor_off(self, leaving: Callable[[str], bool]) -> None:
+        """Move the cursor off a row about to go (``leaving(key)``): to the first row after
+        it that stays, else the last before it, where the cursor lands once those rows are
+        removed (``remove_row``); it stays when every row goes."""
+        if not self._rows or not leaving(self._rows[self._cursor].key):
+            return
+        after = range(self._cursor + 1, len(self._rows))
+        before = range(self._cursor - 1, -1, -1)
+        for position in (*after, *before):
+            if not leaving(self._rows[position].key):
+                self._move_cursor(position)
+                return
 
     def toggle_mark(self) -> None:
         """Mark the row under the cursor, or unmark it if marked. Posts MarksChanged."""
