@@ -268,7 +268,7 @@ class ReviewState:
         if elapsed >= 1:
             text += f" {elapsed:.0f} s"
         if self.queued:
-            text += f" ({self.queued} more queued)"
+            text += f" (+{self.queued} queued)"
         return text
 
 
@@ -289,7 +289,8 @@ def status_text(
     showing_inactive: bool,
     progress: str,
 ) -> str:
-    """The status line: who acts where, whether it watches, what waits, what runs."""
+    """The status line: what runs (first: it is what changes, and the end of a long line is
+    cut at 80 columns), who acts where, whether it watches, what waits."""
     parts = [
         f"user {visible(paths.user_id)}",
         f"workspace {visible(paths.workspace.name)}",
@@ -303,7 +304,7 @@ def status_text(
     if showing_inactive:
         parts.append("showing archived/forgotten")
     if progress:
-        parts.append(progress)
+        parts.insert(0, progress)
     return "  ·  ".join(parts)
 
 

@@ -77,11 +77,11 @@ def test_writes_run_one_at_a_time_in_the_order_asked_and_the_waiting_are_counted
     assert state.next_write(now=0.0) == first
     assert state.next_write(now=0.0) is None  # one runs: the others wait their turn
     assert state.queued == 2 and state.writing == {"a", "b"}
-    assert state.progress(now=0.0) == "writing… (2 more queued)"
+    assert state.progress(now=0.0) == "writing… (+2 queued)"
     state.write_ended(first)
     assert state.progress(now=0.0) == ""  # between two writes: none runs
     assert state.next_write(now=5.0) == second
-    assert state.progress(now=6.0) == "writing… 1 s (1 more queued)"
+    assert state.progress(now=6.0) == "writing… 1 s (+1 queued)"
     state.write_ended(second)
     assert state.next_write(now=7.0) == third
     assert state.queued == 0 and state.progress(now=7.0) == "compacting records.jsonl…"
@@ -96,8 +96,8 @@ def test_the_status_line_says_who_where_what_waits_and_what_runs(alice_store: Me
     assert text == f"user alice  ·  workspace {paths.workspace.name}  ·  live: off  ·  3 waiting"
     busy = dict(common, marked=2, loading=True, demo=True, showing_inactive=True)
     text = status_text(paths, waiting=3, progress="compacting… 2 s", **busy)
-    assert text.startswith(f"DEMO in {paths.home.parent}  ·  live: off  ·  loading…")
-    assert text.endswith("2 marked  ·  showing archived/forgotten  ·  compacting… 2 s")
+    assert text.startswith(f"compacting… 2 s  ·  DEMO in {paths.home.parent}  ·  live: off  ·  ")
+    assert text.endswith("loading…  ·  2 marked  ·  showing archived/forgotten")
 
 
 def test_new_proposals_are_counted_into_one_notification_naming_the_newest(

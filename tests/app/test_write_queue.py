@@ -71,7 +71,7 @@ async def test_v_enter_twice_in_the_review_queue_verifies_the_next_record_behind
         assert table_keys(app, "review")[:2] == [PREFERENCE, PROPOSAL]
         with _project_lock_held(app):
             burst(app, "v", "enter", "v", "enter")
-            await wait_for(pilot, lambda: "1 more queued" in _status(app), what="one queued")
+            await wait_for(pilot, lambda: "(+1 queued)" in _status(app), what="one queued")
             assert app.pane("review").table.cursor_key == after  # where it lands once written
             assert current(home, ws, PREFERENCE).governance.verification is (
                 Verification.UNVERIFIED
@@ -92,7 +92,7 @@ async def test_writes_asked_while_one_waits_run_in_the_order_asked(fixture_home)
         assert table_keys(app, "project")[:4][1::2] == [PROPOSAL, FACT]
         with _project_lock_held(app):
             burst(app, "v", "enter", "down", "v", "enter", "down", "down", "v", "enter")
-            await wait_for(pilot, lambda: "2 more queued" in _status(app), what="two queued")
+            await wait_for(pilot, lambda: "(+2 queued)" in _status(app), what="two queued")
         await wait_for(
             pilot,
             lambda: app.record(FACT).governance.verification is Verification.VERIFIED,
@@ -115,7 +115,7 @@ async def test_a_queued_write_made_stale_by_the_one_before_it_is_refused_in_the_
         await select(pilot, app, "project", PROPOSAL)
         with _project_lock_held(app):
             burst(app, "v", "enter", "v", "enter")
-            await wait_for(pilot, lambda: "1 more queued" in _status(app), what="one queued")
+            await wait_for(pilot, lambda: "(+1 queued)" in _status(app), what="one queued")
         await wait_for(pilot, lambda: _warnings(app), what="the refusal")
         assert len(_warnings(app)) == 1
         assert _warnings(app)[0].startswith("error[REVISION_CONFLICT]: ")
@@ -131,7 +131,7 @@ async def test_q_while_writes_are_queued_quits_once_every_one_is_written(fixture
         await select(pilot, app, "review", PREFERENCE)
         with _project_lock_held(app):
             burst(app, "v", "enter", "v", "enter")
-            await wait_for(pilot, lambda: "1 more queued" in _status(app), what="one queued")
+            await wait_for(pilot, lambda: "(+1 queued)" in _status(app), what="one queued")
             await pilot.press("q")
             await wait_for(
                 pilot,
