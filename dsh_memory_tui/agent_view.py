@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 from .errors import ErrorCode, StoreError
 from .governance import locale_key
+from .js_json import dumps_js, loads_js
 from .model import (
     Location,
     Record,
@@ -40,10 +41,8 @@ from .model import (
     Scope,
     Status,
     Verification,
-    dumps_js,
     is_expired,
     js_trim,
-    loads_js,
     now_ms,
     parse_line,
     text_ok,

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .audit import AuditLog, export_entry, safe_append
 from .errors import ErrorCode, StoreError
 from .governance import display_conflict_groups, host_list_order
+from .js_json import RawJSON, dumps_js, js_float, js_int, json_space_end, loads_js, scan_js
 from .jsonl import write_atomic
 from .model import (
     JS_WHITESPACE,
@@ -40,7 +41,6 @@ from .model import (
     SCHEMA_VERSION,
     Origin,
     ProvenanceKind,
-    RawJSON,
     Record,
     RecordInvalid,
     RecordType,
@@ -48,15 +48,9 @@ from .model import (
     Status,
     Verification,
     content_hash,
-    dumps_js,
     import_id,
-    js_float,
-    js_int,
     js_trim,
-    json_space_end,
-    loads_js,
     record_from_json,
-    scan_js,
     utf8,
     validate_record,
 )

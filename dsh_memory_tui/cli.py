@@ -16,7 +16,8 @@ from . import __version__, lint
 from .agent_view import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
 from .errors import ErrorCode, StoreError
 from .ids import short_ids
-from .model import Record, Scope, SourceRef, Status, Verification, dumps_js, records_json
+from .js_json import dumps_js
+from .model import Record, Scope, SourceRef, Status, Verification, records_json
 from .present import (
     ADDED,
     CONTEXT,

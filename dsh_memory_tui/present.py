@@ -10,7 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .model import Origin, Record, Scope, Status, Verification, dumps_js, is_expired
+from .js_json import dumps_js
+from .model import Origin, Record, Scope, Status, Verification, is_expired
 from .sources import Check, needs_checking
 
 SHORT_ORIGIN = {

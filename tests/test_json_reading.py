@@ -1,4 +1,4 @@
-"""JSON read as the host's JSON.parse reads it (``model.loads_js``, ``scan_js``), whatever the
+"""JSON read as the host's JSON.parse reads it (``js_json.loads_js``, ``scan_js``), whatever the
 depth or the length of a number, and written back as it was (``dumps_js``)."""
 
 from __future__ import annotations
@@ -10,14 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_memory_tui.model import (
-    MAX_NESTING,
-    RawJSON,
-    _loads_flat,
-    dumps_js,
-    loads_js,
-    scan_js,
-)
+from dsh_memory_tui.js_json import MAX_NESTING, RawJSON, _loads_flat, dumps_js, loads_js, scan_js
 
 _json = st.recursive(
     st.none()

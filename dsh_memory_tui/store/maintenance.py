@@ -25,6 +25,7 @@ from typing import Any
 from .. import team
 from ..errors import ErrorCode, StoreError
 from ..governance import tombstone_content, tombstone_title
+from ..js_json import decode_js, loads_js
 from ..jsonl import check_dir, check_path, read_file
 from ..model import (
     ForeignLine,
@@ -35,9 +36,7 @@ from ..model import (
     Scope,
     _validate_value,
     content_hash,
-    decode_js,
     js_trim,
-    loads_js,
     parse_lines,
 )
 from ..paths import StoreFile, StorePaths

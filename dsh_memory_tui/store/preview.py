@@ -22,15 +22,14 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
+from ..js_json import decode_js, loads_js
 from ..jsonl import check_dirs, check_path, read_file
 from ..model import (
     MAX_RECOVERY_JOINS,
     ParsedLine,
     Record,
     RecordInvalid,
-    decode_js,
     effective,
-    loads_js,
     parse_line,
     parse_lines,
 )

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from ..errors import ErrorCode, StoreError
 from ..governance import is_erased, tombstone
+from ..js_json import decode_js
 from ..jsonl import MAX_STORE_BYTES, Appended, Staged, read_file
 from ..lock import HostLock
 from ..model import (
@@ -29,7 +30,6 @@ from ..model import (
     RecordInvalid,
     Status,
     checked_line,
-    decode_js,
     parse_line,
     parse_lines,
 )

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from dsh_memory_tui.bundle import apply_import, export_bundle, plan_import
 from dsh_memory_tui.errors import StoreError
+from dsh_memory_tui.js_json import decode_js
 from dsh_memory_tui.model import (
     MAX_CONTENT_BYTES,
     Origin,
@@ -26,7 +27,6 @@ from dsh_memory_tui.model import (
     Record,
     RecordType,
     Scope,
-    decode_js,
     make_record,
 )
 from dsh_memory_tui.store import FileView
