@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).parents[1] / "dsh_memory_tui"
 
 
@@ -52,9 +54,10 @@ def test_the_apps_action_rules_and_flags_load_without_textual():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)
 
 
-def test_model_touches_no_disk():
+@pytest.mark.parametrize("module", ["model.py", "js_json.py"])
+def test_the_record_model_and_its_json_reader_touch_no_disk(module: str):
     forbidden = {"os", "pathlib", "shutil", "io", "tempfile", "filelock"}
-    assert not imported_modules(PACKAGE / "model.py") & forbidden
+    assert not imported_modules(PACKAGE / module) & forbidden
 
 
 def test_the_cli_imports_only_what_its_commands_share():
