@@ -40,7 +40,7 @@ from typing import Any
 from watchfiles import watch
 
 from .errors import ErrorCode, StoreError
-from .governance import locale_key
+from .governance import locale_key, merge_refs
 from .jsonl import TailReader
 from .model import (
     MAX_SAFE_INTEGER,
@@ -64,7 +64,6 @@ from .model import (
     sha256_hex,
 )
 from .store import FileView, MemoryStore
-from .store.memory import merge_refs
 
 log = logging.getLogger("dsh_memory_tui.autowriter")
 

@@ -16,6 +16,7 @@ from .errors import ErrorCode, StoreError
 from .model import (
     JS_WHITESPACE,
     Record,
+    SourceRef,
     Status,
     Verification,
     conflict_group_for,
@@ -97,6 +98,39 @@ def forgotten_error(record: Record) -> StoreError:
         f"{record.id} was forgotten (its text is still in the file: forget it here, or compact "
         "the file, to erase it)",
     )
+
+
+def refuse_forgotten(record: Record) -> None:
+    """FORGOTTEN (``forgotten_error``) when ``record`` was forgotten: nothing changes it."""
+    if record.status is Status.FORGOTTEN:
+        raise forgotten_error(record)
+
+
+def require_revision(current: Record, base_revision: int | None) -> None:
+    """REVISION_CONFLICT when ``current`` is no longer at ``base_revision``, the revision the
+    caller read (None: any revision).
+    """
+    if base_revision is not None and current.governance.revision != base_revision:
+        raise StoreError(
+            ErrorCode.REVISION_CONFLICT,
+            f"{current.id} is at revision {current.governance.revision}, not "
+            f"{base_revision}: someone changed it meanwhile; reload and try again",
+        )
+
+
+def _ref_key(ref: SourceRef) -> tuple[str, str, Any]:
+    return (ref.kind, ref.id, ref.contentHash)
+
+
+def merge_refs(existing: list[SourceRef], incoming: Iterable[SourceRef]) -> list[SourceRef]:
+    """The host's union of source refs: incoming refs not already there (kind, id, hash)."""
+    refs = list(existing)
+    seen = {_ref_key(r) for r in refs}
+    for ref in incoming:
+        if _ref_key(ref) not in seen:
+            seen.add(_ref_key(ref))
+            refs.append(ref)
+    return refs
 
 
 def refusal(record: Record, action: Action, now: int) -> str | None:

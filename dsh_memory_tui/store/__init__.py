@@ -1,7 +1,7 @@
 """The store: the log semantics of SPEC 5 over the safe file (``jsonl``) and the record
-(``model``), in four parts: the view of a file (``view``), the one write path (``writer``),
-maintenance (``maintenance``: compaction, check, repair, migration) and the API over every
-scope (``memory.MemoryStore``).
+(``model``), in five parts: the view of a file (``view``), the one write path (``writer``),
+maintenance (``maintenance``: compaction, check, repair, migration), the API over every scope
+(``memory.MemoryStore``) and its review side (``transitions``: verify ... keep, merge).
 """
 
 from ..errors import StoreError

@@ -1,5 +1,6 @@
 """MemoryStore: every scope of one home, workspace and user, over the file views (view.py) and
-the one write path (writer.py). Decisions about records live here; bytes do not.
+the one write path (writer.py). Decisions about records live here; bytes do not. The reviewer's
+writes (verify ... keep, merge) are in transitions.py, bound here as the store's methods.
 """
 
 from __future__ import annotations
@@ -9,19 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import lint
 from ..errors import ErrorCode, StoreError
 from ..governance import (
-    PIN_FIELDS,
-    Action,
     conflict_rivals,
     display_conflict_groups,
     edited,
     forgotten_error,
     is_erased,
-    keep_plan,
+    merge_refs,
+    refuse_forgotten,
+    require_revision,
     tombstone,
-    transition,
 )
 from ..ids import MAX_NAMED, candidates
 from ..model import (
@@ -36,8 +35,6 @@ from ..model import (
     Scope,
     SourceRef,
     Status,
-    Verification,
-    checked,
     checked_line,
     conflict_group_for,
     js_trim,
@@ -49,7 +46,7 @@ from ..model import (
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
 from ..sources import Citation, Sources, snapshots_dir, with_citations
-from . import maintenance, writer
+from . import maintenance, transitions, writer
 from .view import FileChange, FileView
 from .writer import CompactResult, Rewrite
 
@@ -58,28 +55,6 @@ Session = tuple[str, str | None]
 T = TypeVar("T")
 # Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
 Cites = Iterable[str | Citation]
-
-
-@dataclass(frozen=True, slots=True)
-class KeepResult:
-    """What "keep this version" wrote: the kept record (verified) and its former rivals."""
-
-    kept: Record
-    rejected: list[Record]
-    archived: list[Record]
-
-    @property
-    def written(self) -> list[Record]:
-        return [self.kept, *self.rejected, *self.archived]
-
-
-@dataclass(frozen=True, slots=True)
-class MergeResult:
-    """What a merge wrote: the kept record's new revision (verified, naming both parents) and
-    the other record (rejected when it was unverified, else archived)."""
-
-    kept: Record
-    other: Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,43 +73,6 @@ def clean_tags(tags: Iterable[str]) -> list[str]:
         if tag and tag not in seen:
             seen.append(tag)
     return seen
-
-
-def _ref_key(ref: SourceRef) -> tuple[str, str, Any]:
-    return (ref.kind, ref.id, ref.contentHash)
-
-
-def merge_refs(existing: list[SourceRef], incoming: Iterable[SourceRef]) -> list[SourceRef]:
-    """The host's union of source refs: incoming refs not already there (kind, id, hash)."""
-    refs = list(existing)
-    seen = {_ref_key(r) for r in refs}
-    for ref in incoming:
-        if _ref_key(ref) not in seen:
-            seen.add(_ref_key(ref))
-            refs.append(ref)
-    return refs
-
-
-def require_reason(record: Record, reason: str | None) -> None:
-    """A record with risk flags (``lint.record_flags``) is verified only with a reason: the
-    reviewer says why it may be relied on. REASON_REQUIRED otherwise."""
-    if reason and reason.strip():
-        return
-    found = lint.record_flags(record)
-    if found:
-        raise StoreError(
-            ErrorCode.REASON_REQUIRED,
-            f"{record.id} carries risk flags: {lint.describe(found)}; verifying it needs a "
-            "reason (say why an agent may rely on it)",
-        )
-
-
-def merged_content(keep: Record, other: Record) -> str:
-    """What a merge proposes by default: the kept content, then the other's (once when the
-    two are the same)."""
-    if keep.content.strip() == other.content.strip():
-        return keep.content
-    return f"{keep.content.rstrip()}\n\n{other.content.strip()}"
 
 
 class MemoryStore:
@@ -331,7 +269,7 @@ class MemoryStore:
 
     # ----------------------------------------------------------------- writing: core
 
-    def _require_confirmation(self, file: StoreFile, confirm_shared: bool) -> None:
+    def check_writable(self, file: StoreFile, confirm_shared: bool) -> None:
         """What every write checks first: a file the host could open (``HOST_CANNOT_OPEN``),
         and a confirmed shared write (``SHARED_WRITE_UNCONFIRMED``).
         """
@@ -376,7 +314,7 @@ class MemoryStore:
         run again if another writer got in first; it may raise ``StoreError``). ``about``:
         the only ids whose records ``build`` reads, when that is so.
         """
-        self._require_confirmation(file, confirm_shared)
+        self.check_writable(file, confirm_shared)
         return writer.write(
             self.view(file), build, clock=self.clock, migrate=self._migrate, about=about
         )
@@ -393,8 +331,31 @@ class MemoryStore:
         nothing, and a value), stage the replacement, then take the lock for its renames
         alone (``writer.rewrite``). Returns the value and what the rewrite did.
         """
-        self._require_confirmation(file, confirm_shared)
+        self.check_writable(file, confirm_shared)
         return writer.rewrite(self.view(file), decide, clock=self.clock, migrate=self._migrate)
+
+    def revise(
+        self,
+        record_id: str,
+        change: Callable[[FileView, Record], Record | None],
+        *,
+        confirm_shared: bool,
+    ) -> Record:
+        """A new revision of one record, in one write about it alone: ``change(view, current)``
+        decides it on the freshly read file (None: nothing to write; it may run again, as any
+        ``build``). Returns the record as written, or as it is. NOT_FOUND, and whatever
+        ``change`` or ``write`` raises.
+        """
+        view, _ = self.locate(record_id)
+
+        def build(view: FileView) -> tuple[list[Record], Record]:
+            current = view.current.get(record_id)
+            if current is None:
+                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
+            new = change(view, current)
+            return ([new], new) if new is not None else ([], current)
+
+        return self.write(view.file, build, confirm_shared=confirm_shared, about=[record_id])
 
     def _migrate(self, entry: ParsedLine, location: Location) -> Record | None:
         return maintenance.migrate_line(entry, location, self.paths)
@@ -414,7 +375,7 @@ class MemoryStore:
         matches another record of its type (other content) gets their conflict group.
         """
 
-        self._require_confirmation(file, confirm_shared)
+        self.check_writable(file, confirm_shared)
 
         def build(view: FileView) -> tuple[list[Record], WriteResult]:
             # A session file found on disk learns its scopeKey from its first line.
@@ -560,24 +521,6 @@ class MemoryStore:
             confirm_shared,
         )
 
-    def _change(
-        self,
-        record_id: str,
-        change: Callable[[FileView, Record], Record | None],
-        *,
-        confirm_shared: bool,
-    ) -> Record:
-        view, _ = self.locate(record_id)
-
-        def build(view: FileView) -> tuple[list[Record], Record]:
-            current = view.current.get(record_id)
-            if current is None:
-                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
-            new = change(view, current)
-            return ([new], new) if new is not None else ([], current)
-
-        return self.write(view.file, build, confirm_shared=confirm_shared, about=[record_id])
-
     def edit(
         self,
         record_id: str,
@@ -620,8 +563,8 @@ class MemoryStore:
                     "session records are review material: their title, content, type and tags "
                     "cannot be edited (copy it to another scope to keep and edit it)",
                 )
-            self._check_base(current, base_revision)
-            _not_forgotten(current)
+            require_revision(current, base_revision)
+            refuse_forgotten(current)
             real = {k: v for k, v in changes.items() if getattr(current, k) != v}
             gov = {}
             if cited is not None:
@@ -632,312 +575,22 @@ class MemoryStore:
                 return None
             return edited(current, self.clock(), real, gov)
 
-        return self._change(record_id, change, confirm_shared=confirm_shared)
+        return self.revise(record_id, change, confirm_shared=confirm_shared)
 
-    @staticmethod
-    def _check_base(current: Record, base_revision: int | None) -> None:
-        if base_revision is not None and current.governance.revision != base_revision:
-            raise StoreError(
-                ErrorCode.REVISION_CONFLICT,
-                f"{current.id} is at revision {current.governance.revision}, not "
-                f"{base_revision}: someone changed it meanwhile; reload and try again",
-            )
+    # ----------------------------------------------------------------- review (transitions.py)
+    # The reviewer's writes are functions of the store in store/transitions.py: its methods.
 
-    def _transition(self, action: Action, current: Record, reason: str | None) -> Record:
-        _not_forgotten(current)
-        if action in (Action.VERIFY, Action.REVERIFY):
-            require_reason(current, reason)
-        return transition(current, action, self.clock(), reviewer=self.user_id, reason=reason)
-
-    def apply(
-        self,
-        action: Action | str,
-        record_id: str,
-        *,
-        reason: str | None = None,
-        base_revision: int | None = None,
-        confirm_shared: bool = False,
-    ) -> Record:
-        """One governance action on one record (SPEC 5: the host's transitions).
-        INVALID_TRANSITION when the host's rules refuse it in this state.
-        """
-        action = Action(action)
-
-        def change(view: FileView, current: Record) -> Record | None:
-            self._check_base(current, base_revision)
-            if action is Action.PIN:
-                self._citations_hold(current)
-            return self._transition(action, current, reason)
-
-        return self._change(record_id, change, confirm_shared=confirm_shared)
-
-    def _citations_hold(self, record: Record) -> None:
-        """INVALID_TRANSITION when a citation of verified, active ``record`` changed or is
-        missing (it waits for re-review: it cannot be pinned).
-        """
-        broken = self.sources.broken(record) if not self.sources.holds(record) else []
-        if broken:
-            check = broken[0]
-            raise StoreError(
-                ErrorCode.INVALID_TRANSITION,
-                f"cannot pin {record.id}: its citation {check.label} is {check.state.value} "
-                f"({check.why}); re-verify or edit it first",
-            )
-
-    def reverify_citations(
-        self,
-        record_id: str,
-        *,
-        reason: str | None = None,
-        base_revision: int | None = None,
-        confirm_shared: bool = False,
-    ) -> Record:
-        """The memory still holds: its citations take today's text and hash (a moved one its
-        new lines) and it is verified again, by the host's transitions in one locked write: a
-        verified record first goes ``stale`` (the host's own transition, which its Memory tab
-        shows), then ``reverify``; a stale one is re-verified. INVALID_TRANSITION for a record
-        that is neither; INVALID_CITATION when a cited file is gone (edit the citation).
-        """
-        refs = self.sources.refreshed(self.get(record_id))
-
-        def build(view: FileView) -> tuple[list[Record], Record]:
-            current = view.current.get(record_id)
-            if current is None:
-                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
-            self._check_base(current, base_revision)
-            out = []
-            if current.governance.verification is Verification.VERIFIED:
-                current = self._transition(Action.STALE, current, None)
-                out.append(current)
-            again = self._transition(Action.REVERIFY, current, reason)
-            # The reverify's own revision carries today's refs (nothing else changes).
-            data = again.model_dump(exclude_unset=True)
-            data["governance"]["sourceRefs"] = [r.model_dump(exclude_unset=True) for r in refs]
-            final = checked(Record.model_validate(data))
-            out.append(final)
-            return out, final
-
-        view, _ = self.locate(record_id)
-        return self.write(view.file, build, confirm_shared=confirm_shared)
-
-    def mark_stale(
-        self, record_ids: Iterable[str], *, confirm_shared: bool = False
-    ) -> tuple[list[Record], list[tuple[str, str]]]:
-        """The host's ``stale`` transition (it needs no user) for each record: one locked
-        batch per file; (written, skipped with why) as ``apply_many_report``.
-        """
-        return self.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
-
-    def verify(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-        return self.apply(Action.VERIFY, record_id, reason=reason, **kw)
-
-    def reject(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-        return self.apply(Action.REJECT, record_id, reason=reason, **kw)
-
-    def archive(self, record_id: str, **kw: Any) -> Record:
-        return self.apply(Action.ARCHIVE, record_id, **kw)
-
-    def restore(self, record_id: str, **kw: Any) -> Record:
-        return self.apply(Action.RESTORE, record_id, **kw)
-
-    def apply_many(
-        self,
-        action: Action | str,
-        record_ids: Iterable[str],
-        *,
-        reason: str | None = None,
-        confirm_shared: bool = False,
-    ) -> list[Record]:
-        """One action on several records: one locked batch per file. A record the rules refuse
-        is skipped (``skipped`` on the result says why); the rest are written.
-        """
-        return self.apply_many_report(
-            action, record_ids, reason=reason, confirm_shared=confirm_shared
-        )[0]
-
-    def apply_many_report(
-        self,
-        action: Action | str,
-        record_ids: Iterable[str],
-        *,
-        reason: str | None = None,
-        confirm_shared: bool = False,
-    ) -> tuple[list[Record], list[tuple[str, str]]]:
-        """``apply_many``, with the (id, reason) of every record skipped."""
-        action = Action(action)
-        by_file: dict[Path, tuple[StoreFile, list[str]]] = {}
-        for record_id in dict.fromkeys(record_ids):
-            view, _ = self.locate(record_id)
-            by_file.setdefault(view.path, (view.file, []))[1].append(record_id)
-        for file, _ids in by_file.values():
-            self._require_confirmation(file, confirm_shared)
-        out: list[Record] = []
-        skipped: list[tuple[str, str]] = []
-        Batch = tuple[list[Record], list[tuple[str, str]]]
-        for file, ids in by_file.values():
-
-            def build(view: FileView, ids: list[str] = ids) -> tuple[list[Record], Batch]:
-                new: list[Record] = []
-                passed: list[tuple[str, str]] = []
-                for record_id in ids:
-                    current = view.current.get(record_id)
-                    if current is None:
-                        passed.append((record_id, "not found"))
-                        continue
-                    try:
-                        new.append(self._transition(action, current, reason))
-                    except StoreError as exc:
-                        passed.append((record_id, exc.message))
-                return new, (new, passed)
-
-            written, passed = self.write(file, build, confirm_shared=confirm_shared, about=ids)
-            out.extend(written)
-            skipped.extend(passed)
-        return out, skipped
-
-    def keep(
-        self,
-        record_id: str,
-        *,
-        reason: str | None = None,
-        base_revision: int | None = None,
-        confirm_shared: bool = False,
-    ) -> KeepResult:
-        """Keep this version of its conflict group (the host's "keep this version"): verify
-        it (re-verify it when stale), reject every unverified rival and archive the verified and
-        stale ones, in one locked batch. Rivals: the other active, unrejected records of its
-        file and type whose titles the host compares as equal, with other content
-        (``governance.conflict_rivals``). INVALID_TRANSITION when it is not active, was
-        rejected, or has no rival; nothing is written then.
-        """
-        view, _ = self.locate(record_id)
-
-        def build(view: FileView) -> tuple[list[Record], KeepResult]:
-            current = view.current.get(record_id)
-            if current is None:
-                raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
-            self._check_base(current, base_revision)
-            now = self.clock()
-            plan = keep_plan(current, view.same_title(current.type, current.title), now)
-            kept, rejected, archived = current, [], []
-            for record, action in plan:
-                if record.id == record_id and action in (Action.VERIFY, Action.REVERIFY):
-                    require_reason(record, reason)
-                note = reason
-                if record.id != record_id and action is Action.REJECT and not reason:
-                    note = f"another version was kept: {record_id}"
-                new = transition(record, action, now, reviewer=self.user_id, reason=note)
-                if record.id == record_id:
-                    kept = new
-                elif action is Action.REJECT:
-                    rejected.append(new)
-                else:
-                    archived.append(new)
-            result = KeepResult(kept, rejected, archived)
-            return [r for r in result.written if r is not current], result
-
-        return self.write(view.file, build, confirm_shared=confirm_shared)
-
-    def merge(
-        self,
-        keep_id: str,
-        other_id: str,
-        *,
-        title: str | None = None,
-        content: str | None = None,
-        reason: str | None = None,
-        base_revision: int | None = None,
-        confirm_shared: bool = False,
-    ) -> MergeResult:
-        """Merge two records of one file that say the same thing (near-duplicates, a conflict
-        group): a new revision of ``keep_id`` with ``title`` (default: its own) and ``content``
-        (default: ``merged_content``), verified by this user, whose sourceRefs add both
-        parents as ``{kind: import, id, contentHash}`` (the kept record as it was, and the
-        other); the other is rejected when unverified, else archived. One locked write.
-
-        INVALID_TRANSITION when the two are one record, in different files, not active or
-        rejected; READ_ONLY_SCOPE for session records; REVISION_CONFLICT when ``keep_id`` is
-        not at ``base_revision``; REASON_REQUIRED when the merged text carries risk flags and
-        no reason is given; INVALID_RECORD when the result is not valid to the host.
-        """
-        if keep_id == other_id:
-            raise StoreError(ErrorCode.INVALID_TRANSITION, "a record cannot be merged with itself")
-        view, _ = self.locate(keep_id)
-        other_view, _ = self.locate(other_id)
-        if other_view.path != view.path:
-            raise StoreError(
-                ErrorCode.INVALID_TRANSITION,
-                f"{keep_id} and {other_id} are in different files ({view.scope.value}, "
-                f"{other_view.scope.value}): copy one into the other's scope first",
-            )
-        if view.scope is Scope.SESSION:
-            raise StoreError(
-                ErrorCode.READ_ONLY_SCOPE,
-                "session records are review material: copy them to another scope to merge them",
-            )
-        if title is not None and not js_trim(title):
-            raise StoreError(ErrorCode.INVALID_RECORD, "title is empty")
-        if content is not None and not js_trim(content):
-            raise StoreError(ErrorCode.INVALID_RECORD, "content is empty")
-
-        def build(view: FileView) -> tuple[list[Record], MergeResult]:
-            keep = view.current.get(keep_id)
-            other = view.current.get(other_id)
-            if keep is None or other is None:
-                missing = keep_id if keep is None else other_id
-                raise StoreError(ErrorCode.NOT_FOUND, f"no record {missing}")
-            self._check_base(keep, base_revision)
-            for record in (keep, other):
-                _not_forgotten(record)
-                if record.status is not Status.ACTIVE:
-                    raise StoreError(
-                        ErrorCode.INVALID_TRANSITION,
-                        f"cannot merge {record.id}: it is {record.status.value}",
-                    )
-                if record.governance.verification is Verification.REJECTED:
-                    raise StoreError(
-                        ErrorCode.INVALID_TRANSITION, f"cannot merge {record.id}: it was rejected"
-                    )
-            now = self.clock()
-            changes: dict[str, Any] = {}
-            new_title = js_trim(title) if title is not None else keep.title
-            new_content = merged_content(keep, other) if content is None else content.strip("\n")
-            if new_title != keep.title:
-                changes["title"] = new_title
-            if new_content != keep.content:
-                changes["content"] = new_content
-            parents = [
-                SourceRef(kind="import", id=keep.id, contentHash=keep.contentHash),
-                SourceRef(kind="import", id=other.id, contentHash=other.contentHash),
-            ]
-            refs = merge_refs(keep.governance.sourceRefs, parents)
-            if len(refs) > MAX_SOURCE_REFS:
-                old = [r for r in refs if r not in parents]
-                refs = old[: MAX_SOURCE_REFS - len(parents)] + parents
-            note = reason.strip() if reason and reason.strip() else f"merged with {other.id}"
-            gov: dict[str, Any] = {
-                "verification": Verification.VERIFIED,
-                "verifiedAt": now,
-                "verifiedBy": "user",
-                "reviewedBy": self.user_id,
-                "reviewedAt": now,
-                "reviewNote": note,
-                "sourceRefs": [r.model_dump(exclude_none=True) for r in refs],
-            }
-            merged = next_revision(keep, now, changes, gov, PIN_FIELDS)
-            require_reason(merged, reason)
-            action = (
-                Action.REJECT
-                if other.governance.verification is Verification.UNVERIFIED
-                else Action.ARCHIVE
-            )
-            retired = transition(
-                other, action, now, reviewer=self.user_id, reason=f"merged into {keep.id}"
-            )
-            result = MergeResult(merged, retired)
-            return [merged, retired], result
-
-        return self.write(view.file, build, confirm_shared=confirm_shared)
+    apply = transitions.apply
+    verify = transitions.verify
+    reject = transitions.reject
+    archive = transitions.archive
+    restore = transitions.restore
+    apply_many = transitions.apply_many
+    apply_many_report = transitions.apply_many_report
+    mark_stale = transitions.mark_stale
+    reverify_citations = transitions.reverify_citations
+    keep = transitions.keep
+    merge = transitions.merge
 
     def adoptable(self, file: StoreFile) -> dict[str, int]:
         """Lines of ``file`` keyed to another workspace's rootId, per rootId (``adopt``'s)."""
@@ -979,7 +632,7 @@ class MemoryStore:
             current = view.current.get(record_id)
             if current is None:
                 raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
-            self._check_base(current, base_revision)
+            require_revision(current, base_revision)
             if is_erased(current):
                 raise forgotten_error(current)
             dead = tombstone(current, self.clock())
@@ -1000,7 +653,7 @@ class MemoryStore:
         contentHash}`` (an allowed kind: the host refuses any other).
         """
         source = self.get(record_id)
-        _not_forgotten(source)
+        refuse_forgotten(source)
         target = self.file_for(to_scope, session)
         gov = source.governance
         refs = merge_refs(
@@ -1063,7 +716,7 @@ class MemoryStore:
             return self.view(file).read_only
 
         def remake(file: StoreFile, how: Callable[[bytes], bytes | None]) -> None:
-            self._require_confirmation(file, True)
+            self.check_writable(file, True)
             writer.replace_bytes(self.view(file), how, clock=self.clock)
 
         def append(file: StoreFile, build: maintenance.Build) -> None:
@@ -1088,8 +741,3 @@ def _enum(kind: type[T], value: Any, name: str) -> T:
         raise StoreError(
             ErrorCode.INVALID_RECORD, f"{name} {value!r} is not one of {allowed}"
         ) from None
-
-
-def _not_forgotten(record: Record) -> None:
-    if record.status is Status.FORGOTTEN:
-        raise forgotten_error(record)

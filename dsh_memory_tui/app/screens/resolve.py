@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...model import Status
-from ...store.memory import KeepResult, MergeResult
+from ...store.transitions import KeepResult, MergeResult
 
 if TYPE_CHECKING:
     from .conflict import PairChoice
