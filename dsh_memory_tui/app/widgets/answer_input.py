@@ -12,11 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual import events
+from textual.binding import Binding
 
 from .ordered_keys import OrderedInput
 
 
 class AnswerInput(OrderedInput):
+    # Shown in the key bar while it asks (the placeholder that says so is gone once typing).
+    # The keys themselves are taken in ``_on_key``, in the order they came, before any
+    # binding: these run only for a click on the bar's key.
+    BINDINGS = [
+        Binding("enter", "answer('enter')", "Confirm"),
+        Binding("escape", "answer('escape')", "Cancel"),
+    ]
+
     def __init__(
         self,
         answer: Callable[[str | None], None],
@@ -43,6 +52,10 @@ class AnswerInput(OrderedInput):
             return False
         self._answer(self.value.strip() if key == "enter" else None)
         return True
+
+    def action_answer(self, key: str) -> None:
+        if self._is_open():
+            self.answers(key)
 
     def _to_app(self, event: events.Key) -> None:
         """``event`` came after the answer: not this box's. The app gets it as a new key, and

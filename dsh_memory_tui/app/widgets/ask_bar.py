@@ -13,25 +13,11 @@ from collections.abc import Callable
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Input, Label
 
 from ...present import visible
 from .answer_input import AnswerInput
-
-
-class ReasonInput(AnswerInput):
-    # Shown in the key bar while it asks: the placeholder that says so is gone once typing.
-    BINDINGS = [
-        Binding("enter", "submit", "Confirm", show=True),
-        Binding("escape", "cancel", "Cancel", show=True),
-    ]
-
-    def action_cancel(self) -> None:
-        bar = self.parent
-        if isinstance(bar, AskBar):
-            bar.answer(None)
 
 
 class AskBar(Horizontal):
@@ -52,7 +38,7 @@ class AskBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="ask-question", markup=False)
-        yield ReasonInput(
+        yield AnswerInput(
             self.answer, lambda: self.asking, id="reason", placeholder="reason (optional)"
         )
 
@@ -72,7 +58,7 @@ class AskBar(Horizontal):
         self._answered = answered
         # A fixed width: a new question repaints the label and takes no layout.
         self.query_one("#ask-question", Label).update(visible(question), layout=False)
-        box = self.query_one(ReasonInput)
+        box = self.query_one(AnswerInput)
         box.value = ""
         box.placeholder = f"reason (optional) · enter: {verb.lower()} · esc: cancel"
         self.add_class("-asking")
@@ -82,7 +68,7 @@ class AskBar(Horizontal):
         """A key that reached the app while this asks (it was routed to the table before the
         question took the focus): a printable one is typed into the question, Enter and
         Escape answer it, in the order the keys came; False for others."""
-        box = self.query_one(ReasonInput)
+        box = self.query_one(AnswerInput)
         if box.answers(event.key):
             return True
         char = event.character
@@ -107,5 +93,5 @@ class AskBar(Horizontal):
     def _blurred(self) -> None:
         # Focus moved away (a click, a tab): the question is dropped. A blur left over from
         # the last answer, arriving after a new question took the focus again, is not that.
-        if self.screen.focused is not self.query_one(ReasonInput):
+        if self.screen.focused is not self.query_one(AnswerInput):
             self.answer(None)
