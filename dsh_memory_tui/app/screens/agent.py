@@ -16,7 +16,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from ...agent_view import (
@@ -34,6 +33,7 @@ from ...model import Record, Scope, utf8_len
 from ...present import PINNED_MARK, visible
 from ...store import MemoryStore
 from ..actions import DONE
+from .modal import Modal
 
 # The session a new server makes has no session records: any id without a file serves alike.
 NEW_SESSION = "mcp-new-session"
@@ -156,7 +156,7 @@ def summary_text(views: list[tuple[Scope, AgentView | str]]) -> Text:
     return out
 
 
-class AgentScreen(ModalScreen[None]):
+class AgentScreen(Modal[None]):
     """The payload with its cut and levers, then the served records per scope; ``t`` shows
     the payload's exact text instead."""
 

@@ -9,10 +9,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from ...audit import EXPORTED, ROW_HEADERS, AuditRead, entry_row
+from .modal import Modal
 
 SHOWN = 500  # the newest entries listed (the rest: dsh-memory audit)
 
@@ -47,7 +47,7 @@ def audit_text(read: AuditRead, path: str) -> Text:
     return out
 
 
-class AuditScreen(ModalScreen[None]):
+class AuditScreen(Modal[None]):
     """The audit log, newest entry first."""
 
     DEFAULT_CSS = """

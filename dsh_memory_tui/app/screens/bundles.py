@@ -17,7 +17,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from ...bundle import (
@@ -34,6 +33,7 @@ from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...present import visible
 from ...store import MemoryStore
 from ..widgets.ordered_keys import OrderedInput
+from .modal import Modal
 
 # The app's one write flow (MemoryApp.run_write): shared confirmation, the write in a worker,
 # then ``done(result)`` or ``failed(error)`` on the event loop.
@@ -121,7 +121,7 @@ class MarkedCheckbox(Checkbox):
         return "X" if self.value else " "
 
 
-class ExportDialog(ModalScreen[str | None]):
+class ExportDialog(Modal[str | None]):
     """Choose scopes, a format and a path; dismisses with a summary of what was written."""
 
     DEFAULT_CSS = BUNDLE_CSS
@@ -257,7 +257,7 @@ def describe_plan(plan: ImportPlan, limit: int = 500) -> str:
     return "\n".join(lines)
 
 
-class ImportDialog(ModalScreen[str | None]):
+class ImportDialog(Modal[str | None]):
     """A path, a format and a target scope; Preview shows the plan (its counts always in view,
     its lines in a scrolling box); Import writes it (nothing before)."""
 

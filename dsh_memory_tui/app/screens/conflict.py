@@ -14,13 +14,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from ...errors import StoreError
 from ...governance import Action, keep_plan
 from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
+from .modal import Modal
 
 R = TypeVar("R")
 
@@ -78,7 +78,7 @@ def plan_text(chosen: Record, versions: Sequence[Record], now: int) -> str:
     return "Keep the highlighted version: " + "; ".join(parts) + " (one locked write)."
 
 
-class SideBySide(ModalScreen[R]):
+class SideBySide(Modal[R]):
     """Records side by side, one of them chosen (←/→): the chosen one's content, each other's
     as a diff against it. Subclasses say what the title, each head, the plan, the legend and
     the buttons are, and what a button does."""
@@ -101,8 +101,8 @@ class SideBySide(ModalScreen[R]):
 
     BINDINGS = [
         # Priority: a focused column would take the arrows to scroll sideways.
-        Binding("left,h", "move(-1)", "Previous version", priority=True),
-        Binding("right,l", "move(1)", "Next version", priority=True),
+        Binding("left,h", "move(-1)", "Previous", priority=True),
+        Binding("right,l", "move(1)", "Next", priority=True),
         Binding("escape", "cancel", "Cancel"),
     ]
 

@@ -13,13 +13,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...present import visible
 from ..widgets.answer_input import AnswerInput
+from .modal import Modal
 
 
 def _plain(text: str) -> Static:
@@ -31,7 +31,7 @@ def _title(text: str) -> Label:
     return Label(visible(text), classes="dialog-title", markup=False)
 
 
-class ConfirmDialog(ModalScreen[bool]):
+class ConfirmDialog(Modal[bool]):
     """A yes/no question. Enter on the first button says yes (a ``danger`` question starts on
     Cancel); Escape says no."""
 
@@ -62,7 +62,7 @@ class ConfirmDialog(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class ReasonDialog(ModalScreen[str | None]):
+class ReasonDialog(Modal[str | None]):
     """Ask for a reason (verify, reject): optional, or ``required`` (a flagged record's
     verify). None when cancelled, "" when left empty."""
 
@@ -118,7 +118,7 @@ class ReasonDialog(ModalScreen[str | None]):
         self._answer(None)
 
 
-class CopyDialog(ModalScreen[Scope | None]):
+class CopyDialog(Modal[Scope | None]):
     """Choose the scope to copy a record into; each choice says who will see it there."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -168,7 +168,7 @@ class CopyDialog(ModalScreen[Scope | None]):
         self.dismiss(None)
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Modal[None]):
     """Every key, what it does, and where the files are."""
 
     # Its own box (not .dialog-box, whose height the app's stylesheet caps): every key fits

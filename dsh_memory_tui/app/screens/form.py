@@ -12,7 +12,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from ...errors import StoreError
@@ -31,6 +30,7 @@ from ...present import EditedText, visible
 from ...sources import Citation
 from ..widgets.ordered_keys import OrderedInput, OrderedTextArea
 from .conflict import diff_text
+from .modal import Modal
 
 # The fields an edit writes, in the form's order, and how each is named to the reviewer.
 FIELDS = {"type": "Type", "title": "Title", "content": "Content", "tags": "Tags"}
@@ -120,7 +120,7 @@ def field_diff(name: str, before: str, after: str) -> Text:
     return diff_text(before, after)
 
 
-class RecordForm(ModalScreen[str | None]):
+class RecordForm(Modal[str | None]):
     """New (``record`` None) or Edit. ``save(result, saved, failed)`` starts the write (see
     ``Saver``). After a REVISION_CONFLICT the form shows each field the other side changed, with
     its diff, and per field "keep mine" or "take theirs"; Save then writes over their revision.

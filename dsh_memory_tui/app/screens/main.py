@@ -96,8 +96,8 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """None (shown disabled in the footer) when ``unavailable`` says why it cannot run.
 
-        Under a dialog Textual asks again as the dialog opens, for the footer drawn dimmed
-        behind it: that footer offers every key, as it always has (the snapshots hold it)."""
+        Under a dialog Textual asks again as the dialog opens, for this screen's key bar,
+        which the dialog's own covers (``screens.modal.Modal``): it offers every key."""
         if not self.is_active:
             return True
         bar = self._ask_bar

@@ -12,7 +12,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from ... import lint
@@ -20,6 +19,7 @@ from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
 from ...store.transitions import merged_content
 from .conflict import PairChoice, SideBySide
+from .modal import Modal
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +100,7 @@ class NearDuplicateScreen(SideBySide[PairChoice | None]):
             self.action_keep()
 
 
-class MergeForm(ModalScreen[MergeRequest | None]):
+class MergeForm(Modal[MergeRequest | None]):
     """The merged title and content (prefilled: the kept record's, then the other's) and a
     reason, which the merged text needs when it carries risk flags."""
 

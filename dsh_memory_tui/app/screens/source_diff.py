@@ -12,12 +12,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from ...model import Record
 from ...present import visible
 from ...sources import Check, State
+from .modal import Modal
 
 # What the screen dismisses with: the action the reviewer chose, or None.
 REVERIFY, EDIT, ARCHIVE, FORGET = "reverify_citations", "edit", "archive", "forget"
@@ -55,7 +55,7 @@ def diff_text(checks: Sequence[Check], diffs: Sequence[Sequence[str]]) -> Text:
     return out
 
 
-class SourceDiffScreen(ModalScreen[str | None]):
+class SourceDiffScreen(Modal[str | None]):
     """One record's citations and the diff since each was made; dismisses with the chosen
     action (``REVERIFY``, ``EDIT``, ``ARCHIVE``, ``FORGET``) or None.
     """

@@ -6,13 +6,16 @@ action becomes available. That cost more than the write a verify makes. This bar
 of text and repaints it only when what it says changed; its size never depends on its content,
 so a change takes no layout.
 
-What does not fit ends in ``…`` and the help key (``?`` lists every key); the command palette
-key stays at the right edge. Clicking a key presses it, as in Textual's footer; a disabled key
-(dim) rings the bell.
+A focused button is shown as Enter (``⏎``) and its label (what Enter does there: a dialog that
+starts on Cancel says so), unless its label names its own key (``Save (ctrl+s)``). What does not
+fit ends in ``…`` and the help key (``?`` lists every key); the command palette key stays at the
+right edge. Clicking a key presses it, as in Textual's footer; a disabled key (dim) rings the
+bell. Every modal screen has one of its own (``screens.modal.Modal``), over the main screen's.
 """
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from rich.segment import Segment
@@ -22,6 +25,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
+from textual.widgets import Button
 
 
 class Key(NamedTuple):
@@ -32,6 +36,7 @@ class Key(NamedTuple):
 
 
 HELP_KEY = "question_mark"
+NAMES_ITS_KEY = re.compile(r"\(\S+\)$")  # a button label that ends with its key: "Edit (e)"
 
 
 class KeyBar(Widget):
@@ -103,12 +108,18 @@ class KeyBar(Widget):
             if key == app.COMMAND_PALETTE_BINDING and app.ENABLE_COMMAND_PALETTE:
                 palette = Key(key, app.get_key_display(binding), "palette", active.enabled)
                 continue
-            if not binding.show or binding.action in seen_actions:
+            display, description = app.get_key_display(binding), binding.description
+            if isinstance(active.node, Button) and binding.action == "press":
+                label = active.node.label  # the focused button: Enter presses it
+                description = label if isinstance(label, str) else label.plain
+                if NAMES_ITS_KEY.search(description):
+                    continue  # "Save (ctrl+s)": its key's own entry says it
+            elif not binding.show:
+                continue
+            if binding.action in seen_actions:
                 continue  # one entry per action, as Textual's footer does
             seen_actions.add(binding.action)
-            shown.append(
-                Key(key, app.get_key_display(binding), binding.description, active.enabled)
-            )
+            shown.append(Key(key, display, description, active.enabled))
         return tuple(shown), palette
 
     # ------------------------------------------------------------------ drawing
