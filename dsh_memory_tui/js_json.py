@@ -24,14 +24,33 @@ def loads_js(text: str) -> Any:
     arrays and objects nested deeper than ``MAX_NESTING``. Raises ValueError for what is not
     JSON, never RecursionError.
     """
-    if text.count("[") + text.count("{") > MAX_NESTING:  # it may nest deeper: read it flat
-        return _loads_flat(text)
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=js_float)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=js_float)
+    except RecursionError:  # nested deeper than the interpreter's recursion allows
+        return _loads_flat(text)
     except ValueError as exc:
         if "integer string conversion" not in str(exc):  # a number too long for int()
             raise
-    return _loads_flat(text)
+        return _loads_flat(text)
+    # Brackets in strings count too, so the count only says when the depth is worth a look.
+    if text.count("[") + text.count("{") > MAX_NESTING and _deeper_than(value, MAX_NESTING):
+        return _loads_flat(text)
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` has arrays or objects nested more than ``limit`` deep (a walk
+    without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        items = node.values() if type(node) is dict else node
+        for item in items:
+            if type(item) is dict or type(item) is list:
+                if depth + 1 > limit:
+                    return True
+                stack.append((item, depth + 1))
+    return False
 
 
 # Deeper than any record's own fields (a source ref's are at level 5) and than the fast
