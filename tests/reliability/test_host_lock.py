@@ -477,6 +477,11 @@ class Race:
     writer_pids: set[int] = field(default_factory=set)  # our appenders' processes
 
 
+def refused_by(loops: Iterable[HostLoop], pids: set[int]) -> int:
+    """How many busy refusals of ``loops`` named one of ``pids``."""
+    return sum(1 for loop in loops for _, c in loop.refusals() if c.isdigit() and int(c) in pids)
+
+
 def _race(
     tmp: Path,
     site: Site,
@@ -495,7 +500,8 @@ def _race(
     and ``OUR_COMPACTIONS`` compactions of ours / one run of the host's have finished. With
     the host's compactions, our forked appenders go on until one of them has refused a host
     compaction (its lock held for ~0.3 ms an append, a fixed count of them could miss every
-    compaction)."""
+    compaction); with ours, our compactions go on until one has refused a host append (under
+    load, 3 of them once missed every append)."""
     go, met = tmp / "go", tmp / "met"
     gate = Gate()
     until = met if host_compactions else None
@@ -548,6 +554,8 @@ def _race(
             if not any(c.isdigit() and int(c) in worker_pids for _, c in compactor.refusals()):
                 return False
             met.touch()  # a host compaction was refused by our writers: they may stop
+        if our_compactions and appenders and not refused_by(appenders, race.compaction_pids):
+            return False  # our compactions go on until one met a host append (under load too)
         return (
             compacted
             and not appending()
@@ -641,17 +649,14 @@ def test_compactions_racing_the_other_sides_appends_lose_no_acknowledged_write(
     _no_lock_left(target)
     *appenders, compactor = loops
 
-    def named(loop: HostLoop, pids: set[int]) -> int:
-        return sum(1 for _, c in loop.refusals() if c.isdigit() and int(c) in pids)
-
     if ours:
         assert race.our_compactions >= OUR_COMPACTIONS, race.our_compactions
-        met = sum(named(loop, race.compaction_pids) for loop in appenders)
+        met = refused_by(appenders, race.compaction_pids)
         assert met, "no host append was refused by a compaction of ours: they never met"
         figures.add("host appends refused by our compaction", met)
     if host:
         assert race.host_compactions >= 1, "no host compaction got the lock"
-        met = named(compactor, race.writer_pids)
+        met = refused_by([compactor], race.writer_pids)
         assert met, "no host compaction was refused by our writers: they never met"
         figures.add("host compactions refused by our writers", met)
     figures.add("our compactions", race.our_compactions)
