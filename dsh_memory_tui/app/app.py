@@ -44,6 +44,7 @@ from .evidence import Evidence, RecordEvidence, flag_lines
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
 from .screens.main import EDITABLE_SCOPES, MainScreen
+from .screens.modal import Palette
 from .source_review import SourceReview
 from .widgets.ask_bar import AskBar
 from .widgets.keybar import KeyBar
@@ -668,6 +669,11 @@ class MemoryApp(StoreWorkers):
 
     def _update_bindings(self) -> None:
         self.main.update_bindings()
+
+    def action_command_palette(self) -> None:
+        """``ctrl+p``: Textual's palette, with its own key bar over the main screen's."""
+        if self.use_command_palette and not isinstance(self.screen, Palette):
+            self.push_screen(Palette(id="--command-palette"))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

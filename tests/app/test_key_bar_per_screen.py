@@ -1,7 +1,8 @@
 """Each screen's key bar shows its own keys: every dialog, form and view opened over the main
-screen has a key bar of its own in the bottom row, over the main screen's, listing the keys
-that work in it (a focused button as ``⏎`` and its label), never the main screen's record
-keys, which do nothing while it is open. The one-line question shows its own keys too.
+screen, and the command palette, has a key bar of its own in the bottom row, over the main
+screen's, listing the keys that work in it (a focused button as ``⏎`` and its label), never the
+main screen's record keys, which do nothing while it is open. The one-line question shows its
+own keys too.
 
 Run on the demo (a conflict group, bundles, the audit), with a record citing a workspace file
 (``d``) and two near-duplicates (``K`` on them, then ``M``) added to it."""
@@ -26,6 +27,7 @@ from dsh_memory_tui.app.screens.conflict import ConflictScreen
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
 from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.app.screens.merge import MergeForm, NearDuplicateScreen
+from dsh_memory_tui.app.screens.modal import Palette
 from dsh_memory_tui.app.screens.source_diff import SourceDiffScreen
 from dsh_memory_tui.app.widgets.ask_bar import AskBar
 from dsh_memory_tui.app.widgets.keybar import KeyBar
@@ -159,6 +161,7 @@ CASES = [
     ),
     Case("agent view", _keys("W"), AgentScreen, "t Exact text p Pin/unpin a Archive esc Close"),
     Case("audit view", _keys("L"), AuditScreen, "esc Close"),
+    Case("command palette", _keys("ctrl+p"), Palette, "esc Exit the command palette"),
 ]
 
 
