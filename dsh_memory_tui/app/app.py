@@ -17,6 +17,7 @@ from textual import events, on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.content import Content
 from textual.screen import Screen
+from textual.theme import ThemeProvider
 from textual.timer import Timer
 from textual.widgets import Input, Static, Tab, TabbedContent, TabPane
 from textual.widgets._toast import Toast
@@ -674,6 +675,10 @@ class MemoryApp(StoreWorkers):
         """``ctrl+p``: Textual's palette, with its own key bar over the main screen's."""
         if self.use_command_palette and not isinstance(self.screen, Palette):
             self.push_screen(Palette(id="--command-palette"))
+
+    def search_themes(self) -> None:
+        """The palette's Theme: the themes, in a palette with its own key bar."""
+        self.push_screen(Palette(providers=[ThemeProvider], placeholder="Search for themes…"))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import TabbedContent
@@ -107,6 +108,23 @@ async def _batch_reason(pilot: Pilot, demo: Demo) -> None:
     await pilot.press("space", "space", "v")  # two marked proposals of the Review tab
 
 
+async def _theme_palette(pilot: Pilot, demo: Demo) -> None:
+    """The palette's Theme command opens a palette of themes."""
+    app = demo.app
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(app.screen, Palette), what="the palette")
+    palette = app.screen
+    await pilot.press(*"theme")
+    results = palette.query_one(CommandList)
+
+    def theme_first() -> bool:
+        return results.option_count > 0 and "Theme" in str(results.get_option_at_index(0).prompt)
+
+    await wait_for(pilot, theme_first, what="the Theme command found")
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: app.screen is not palette, what="the theme palette")
+
+
 @dataclass
 class Case:
     name: str
@@ -162,6 +180,7 @@ CASES = [
     Case("agent view", _keys("W"), AgentScreen, "t Exact text p Pin/unpin a Archive esc Close"),
     Case("audit view", _keys("L"), AuditScreen, "esc Close"),
     Case("command palette", _keys("ctrl+p"), Palette, "esc Exit the command palette"),
+    Case("theme palette", _theme_palette, Palette, "esc Exit the command palette"),
 ]
 
 
