@@ -73,8 +73,11 @@ class KeyBar(Widget):
         return strip.text.rstrip()
 
     def on_mount(self) -> None:
-        # Read once the screen says its bindings are ready (the app's checks need it mounted).
+        # Read once the screen says its bindings are ready (the app's checks need it mounted),
+        # and once now: a bar mounted into a dialog may come after the dialog's last signal
+        # (its focus set as it mounted).
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._bindings_changed(self.screen)
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
