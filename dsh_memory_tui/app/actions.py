@@ -74,6 +74,13 @@ ACTIONS: list[Key] = [
         priority=True,
     ),
     Key(
+        "s",
+        "sort",
+        "Sort",
+        "sort this tab: newest first, title, type, status (Review: scope)",
+        footer=False,
+    ),
+    Key(
         "asterisk",
         "mark_all",
         "Mark all shown",
@@ -155,7 +162,7 @@ OTHER_KEYS = [
 ACTION_OF_KEY = {k.key: k.action for k in ACTIONS}
 ACTION_NAMES = frozenset(k.action for k in ACTIONS)
 # What needs the store loaded; the rest runs on the first frame of a big store.
-NEED_STORE = ACTION_NAMES - {"filter", "help", "quit", "copy_id"}
+NEED_STORE = ACTION_NAMES - {"filter", "sort", "help", "quit", "copy_id"}
 WRITE_ACTIONS = frozenset(
     {
         "verify",

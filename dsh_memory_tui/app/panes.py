@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -308,6 +309,43 @@ def _newest_first(records: Iterable[Record]) -> list[Record]:
     return sorted(records, key=lambda r: r.updatedAt, reverse=True)
 
 
+_STATUSES = {s: i for i, s in enumerate(Status)}
+_VERIFICATIONS = {v: i for i, v in enumerate(Verification)}
+_SCOPES = {s: i for i, s in enumerate(Scope)}
+
+
+@dataclass(frozen=True, slots=True)
+class Sort:
+    """One order of a tab's table (``s`` cycles them): ``column`` is the header that shows
+    it with an arrow; ``key`` None is newest first, else ascending by it, newest first among
+    equals (a stable sort of the newest-first order)."""
+
+    name: str
+    column: str
+    key: Callable[[Record], Any] | None = None
+
+
+NEWEST = Sort("newest first", "updated")
+SORTS = (
+    NEWEST,
+    Sort("title", "title", lambda r: r.title.casefold()),
+    Sort("type", "type", lambda r: r.type.value),
+    Sort(
+        "status",
+        "status",
+        lambda r: (_STATUSES[r.status], _VERIFICATIONS[r.governance.verification]),
+    ),
+)
+# The review queue is active and unverified: its last order is by scope instead.
+REVIEW_SORTS = (*SORTS[:3], Sort("scope", "scope", lambda r: _SCOPES[r.scope]))
+
+
+def sorted_records(records: Iterable[Record], order: Sort) -> list[Record]:
+    """``records`` in ``order``."""
+    newest = _newest_first(records)
+    return newest if order.key is None else sorted(newest, key=order.key)
+
+
 class RecordPane(Vertical):
     """The records of one tab. ``belongs`` decides membership; the pane keeps the candidate set
     so a filter change or an incremental update never goes back to the store.
@@ -345,7 +383,7 @@ class RecordPane(Vertical):
         # is tested when the filter narrowed, in an order sorted once, against each record's
         # searched text built once (ids -> (record, text)).
         self._texts: dict[str, tuple[Record, str]] = {}
-        self._order: list[Record] | None = None  # every record, newest first
+        self._order: list[Record] | None = None  # every record, in this tab's sort
         self._shown: list[Record] | None = None  # what the last render showed, in order
         self._shown_filter = RecordFilter()
         self._all_rows: list[Row] | None = None  # the rows of _order (no filter), built once
@@ -356,6 +394,7 @@ class RecordPane(Vertical):
         self.in_view = spec.id == "review"
         self.stale = False
         self._banner_text = ""
+        self.sort = NEWEST  # this tab's order (``s`` cycles SORTS)
 
     @property
     def grouped(self) -> bool:
@@ -372,7 +411,9 @@ class RecordPane(Vertical):
         yield Static("", classes="filter-problems hidden", id=f"filter-problems-{self.spec.id}")
         with Container(classes="split"):
             columns = REVIEW_COLUMNS if self.review else COLUMNS
-            table = RecordTable(columns, id=f"table-{self.spec.id}")
+            table = RecordTable(
+                columns, sort=(self.sort.column, self.sort.key is None), id=f"table-{self.spec.id}"
+            )
             table.empty_message = (
                 "Nothing waiting for review" if self.spec.scope is None else "No records"
             )
@@ -386,6 +427,20 @@ class RecordPane(Vertical):
     @property
     def detail(self) -> DetailPane:
         return self.query_one(DetailPane)
+
+    @property
+    def sorts(self) -> tuple[Sort, ...]:
+        return REVIEW_SORTS if self.review else SORTS
+
+    def cycle_sort(self) -> Sort:
+        """``s``: the next order of this tab's table (the last goes back to newest first);
+        the header's arrow says which. Returns it."""
+        sorts = self.sorts
+        self.sort = sorts[(sorts.index(self.sort) + 1) % len(sorts)]
+        self.table.set_sort(self.sort.column, descending=self.sort.key is None)
+        self._order = self._shown = self._all_rows = None
+        self.render_rows()
+        return self.sort
 
     def action_toggle_raw(self) -> None:
         """``m``: the detail pane's content as raw text, or as Markdown again."""
@@ -433,7 +488,7 @@ class RecordPane(Vertical):
             return
         self.stale = False
         if self._order is None:
-            self._order = _newest_first(self.records.values())
+            self._order = sorted_records(self.records.values(), self.sort)
         narrowed = self._shown is not None and self.filter.narrows(self._shown_filter)
         candidates = self._shown if narrowed and self._shown is not None else self._order
         visible = [r for r in candidates if self._matches(r)] if self.filter else candidates
@@ -451,7 +506,7 @@ class RecordPane(Vertical):
             by_group.setdefault(self.groups.get(r.id, r.scopeKey), []).append(r)
         rows: list[Row] = []
         for key in sorted(by_group):
-            members = by_group[key]  # newest first already
+            members = by_group[key]  # in the tab's sort already
             label = session_label(key, self.root_id, short=True)
             rows.append(
                 Row(
@@ -501,7 +556,9 @@ class RecordPane(Vertical):
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""
         added: list[str] = []
-        regroup = not self.in_view
+        # Only newest first puts a new record at the top: another order places it (and an
+        # edited title or status moves it) by rendering the rows again.
+        regroup = not self.in_view or self.sort is not NEWEST
         # What changed may sort or match differently.
         self._order = self._shown = self._all_rows = None
         for r in records:

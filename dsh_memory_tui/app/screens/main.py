@@ -238,6 +238,10 @@ class MainScreen(Screen[None]):
     def action_focus_table(self) -> None:
         self.focus_now(self.memory.active_pane.table)
 
+    def action_sort(self) -> None:
+        """``s``: this tab's next order (per tab; the header's arrow shows it)."""
+        self.memory.active_pane.cycle_sort()
+
     def action_mark_all(self) -> None:
         self.memory.active_pane.mark_all()
 

@@ -42,6 +42,9 @@ _BLURRED_CURSOR_GLYPH = "▷"
 _MARK_GLYPH = "●"
 _BLANK_GUTTER = "   "
 _ELLIPSIS = "…"
+# The sorted column's header: an arrow, which reads without colour.
+_ASCENDING = "▲"
+_DESCENDING = "▼"
 
 # Row state bits, part of the strip cache key. _FOCUSED is only set together with _CURSOR
 # because focus changes only how the cursor row is drawn.
@@ -229,6 +232,7 @@ class RecordTable(ScrollView, can_focus=True):
         columns: Sequence[Column],
         *,
         empty_message: str = "No records",
+        sort: tuple[str, bool] | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -260,6 +264,7 @@ class RecordTable(ScrollView, can_focus=True):
         self._header_cache: dict[int, Strip] = {}
         self._widths_cache: dict[int, tuple[tuple[int, ...], int]] = {}
         self._style_cache: dict[tuple[str, ...], Style] = {}
+        self._sort = sort  # (column key, descending): the header's arrow
         self.set_reactive(RecordTable.empty_message, empty_message)
 
     # ----------------------------------------------------------------- public API
@@ -306,6 +311,19 @@ class RecordTable(ScrollView, can_focus=True):
     def marked_in_order(self) -> list[str]:
         """Keys of the marked rows, in row order."""
         return sorted(self._marks, key=self._index_or_end)
+
+    @property
+    def sort(self) -> tuple[str, bool] | None:
+        """The order the header shows: (column key, descending), or None."""
+        return self._sort
+
+    def set_sort(self, column: str | None, *, descending: bool = False) -> None:
+        """Show the rows' order in the header: an arrow after ``column``'s label (▲
+        ascending, ▼ descending); when that column is hidden at this width, after the first
+        flexible column's label, with the hidden one's name. The caller orders the rows."""
+        self._sort = None if column is None else (column, descending)
+        self._header_cache.clear()
+        self.refresh_line(0)
 
     def set_rows(self, rows: Sequence[Row]) -> None:
         """Replace all rows, keeping the user's place.
@@ -599,9 +617,10 @@ class RecordTable(ScrollView, can_focus=True):
         strip = self._header_cache.get(width)
         if strip is None:
             widths, total = self._column_widths(width)
+            shown = self._header_labels(widths)
             labels = " ".join(
-                _fit(column.label, column_width)
-                for column, column_width in zip(self._columns, widths, strict=True)
+                _fit(label, column_width)
+                for label, column_width in zip(shown, widths, strict=True)
                 if column_width
             )
             style = self._style(("record-table--header",))
@@ -609,6 +628,23 @@ class RecordTable(ScrollView, can_focus=True):
             strip = strip.adjust_cell_length(width, style)
             self._header_cache[width] = strip
         return strip
+
+    def _header_labels(self, widths: Sequence[int]) -> list[str]:
+        """Each column's label, the sorted one's with its arrow."""
+        labels = [column.label for column in self._columns]
+        if self._sort is None:
+            return labels
+        key, descending = self._sort
+        arrow = _DESCENDING if descending else _ASCENDING
+        for i, column in enumerate(self._columns):
+            if column.key != key:
+                continue
+            if widths[i]:
+                labels[i] = f"{column.label} {arrow}"
+            else:  # hidden at this width: the flexible column says it
+                flexible = next(j for j, c in enumerate(self._columns) if c.width is None)
+                labels[flexible] += f" · {column.label} {arrow}"
+        return labels
 
     def _render_empty_message(self, width: int) -> Strip:
         message = self.empty_message
