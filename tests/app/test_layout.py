@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Input, Static
+from textual.widgets._toast import Toast
 
+from dsh_memory_tui.app.actions import ACTIONS, OTHER_KEYS
 from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.bundles import ExportDialog, ImportDialog
 from dsh_memory_tui.bundle import export_bundle
@@ -171,6 +174,109 @@ async def test_at_80x24_every_screen_keeps_its_buttons_in_view(tmp_path: Path, n
         await SCREENS[name](pilot, app)
         assert isinstance(app.screen, ModalScreen)
         assert_buttons_in_view(app)
+
+
+@pytest.mark.parametrize("name", list(SCREENS))
+async def test_at_80x24_toasts_over_a_dialog_leave_its_buttons_uncovered(
+    tmp_path: Path, name: str
+) -> None:
+    """An error, a receipt or a refusal raised while a dialog is open (a write that ends, the
+    reason a flagged verify needs) shows where the dialog's buttons are not."""
+    app = make_app(*long_store(tmp_path), user="carol")
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
+        await loaded(pilot, app)
+        await SCREENS[name](pilot, app)
+        app.notify(
+            "cannot write records.jsonl: No space left on device\nNothing was written; the "
+            "file is as it was.",
+            title="error[WRITE_FAILED]",
+            severity="error",
+        )
+        app.notify("verified: “00 a title long enough to wrap in a dialog”")
+        app.notify("A record with risk flags is verified only with a reason.", title="Reason")
+
+        def on_top(x: int, y: int) -> Widget:
+            widget, _ = app.screen.get_widget_at(x, y)
+            return widget
+
+        def toast_cells() -> list[tuple[int, int]]:
+            """The cells where a toast is what is drawn (its rack may show only some)."""
+            if len(app.screen.query(Toast)) < 3:
+                return []
+            screen = app.screen.region
+            return [
+                (x, y)
+                for y in range(screen.height)
+                for x in range(screen.width)
+                if isinstance(on_top(x, y), Toast)
+            ]
+
+        await wait_for(pilot, toast_cells, what="the toasts drawn")
+        await pilot.pause()
+        buttons = [b for b in app.screen.query(Button) if displayed(b)]
+        assert buttons
+        for button in buttons:
+            region = button.region
+            assert region.area
+            for y in range(region.y, region.bottom):
+                for x in range(region.x, region.right):
+                    top = on_top(x, y)
+                    assert top is button or button in top.ancestors, f"({x},{y}) of {button}: {top}"
+
+
+def _rendered(widget: Widget) -> list[str]:
+    """Every line ``widget`` draws (all of it, what is scrolled out of view too)."""
+    size = widget.size
+    return [strip.text for strip in widget.render_lines(Region(0, 0, size.width, size.height))]
+
+
+def _text_column(line: str) -> int:
+    """Where the text starts on a line that starts with its label (labels hold no two
+    spaces in a row)."""
+    label = line.split("  ")[0]
+    rest = line[len(label) :]
+    return len(label) + len(rest) - len(rest.lstrip())
+
+
+def _two_columns(lines: list[str]) -> dict[str, str]:
+    """Label -> its text (spaces collapsed), from lines where a label starts at column 0 and
+    its text, and every line that text wraps onto, at the same column further right."""
+    at = min(_text_column(line) for line in lines if line[:1] != " ")
+    rows: dict[str, str] = {}
+    label = ""
+    for line in lines:
+        head, text = line[:at], line[at:]
+        if head.strip():
+            label = head.strip()
+            rows[label] = ""
+        assert line[at - 1 : at] == " ", f"{line!r}: text under the labels"
+        rows[label] = " ".join([*rows[label].split(), *text.split()])
+    return rows
+
+
+async def test_at_80x24_the_help_wraps_each_line_under_its_own_text(tmp_path: Path) -> None:
+    app = make_app(*long_store(tmp_path, n=1), user="carol")
+    async with app.run_test(size=SMALL) as pilot:
+        await open_screen(pilot, app, "question_mark")
+        keys = app.screen.query_one("#help-keys", Static)
+        lines = _rendered(keys)
+        assert all(len(line) <= keys.size.width for line in lines)
+        wrapped = [line for line in lines if line.startswith(" ")]
+        assert wrapped  # at 80 columns some do wrap: under their own text
+        rows = _two_columns(lines)
+        expected = {k.shown: k.help for k in ACTIONS if k.action != "clear_marks"}
+        expected.update(OTHER_KEYS)
+        assert rows == {k: " ".join(v.split()) for k, v in expected.items()}  # nothing cut
+        notes = _two_columns(
+            [
+                line
+                for line in _rendered(app.screen.query_one("#help-notes", Static))
+                if line.strip()
+            ]
+        )
+        # A path too long for its column folds onto the next line, under itself.
+        where = str(app.store.paths.workspace_memory_dir)
+        assert notes["workspace"].replace(" ", "") == where.replace(" ", "")
 
 
 async def test_a_long_confirmation_scrolls_between_its_title_and_buttons(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -168,8 +169,20 @@ class CopyDialog(Modal[Scope | None]):
         self.dismiss(None)
 
 
+def _two_columns(rows: Sequence[tuple[str, str]]) -> Table:
+    """A label column and a text column that wraps under itself: at 80 columns a long line
+    goes on under its own text, never back under the labels."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for label, text in rows:
+        grid.add_row(Text(label), Text(text))
+    return grid
+
+
 class HelpScreen(Modal[None]):
-    """Every key, what it does, and where the files are."""
+    """Every key, what it does, and where the files are (``notes``: label, text; their text
+    is shown through ``visible``)."""
 
     # Its own box (not .dialog-box, whose height the app's stylesheet caps): every key fits
     # at 36 rows; the notes below them scroll.
@@ -184,19 +197,17 @@ class HelpScreen(Modal[None]):
 
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
-    def __init__(self, keys: Sequence[tuple[str, str]], notes: Sequence[str]):
+    def __init__(self, keys: Sequence[tuple[str, str]], notes: Sequence[tuple[str, str]]):
         super().__init__(classes="dialog")
         self.keys, self.notes = keys, notes
 
     def compose(self) -> ComposeResult:
-        width = max(len(k) for k, _ in self.keys)
-        lines = [f"[b]{k.ljust(width)}[/b]  {d}" for k, d in self.keys]
+        notes = [(label, visible(text)) for label, text in self.notes]
         with Vertical(classes="keys-box"):
             yield Label("dsh-memory: keys", classes="dialog-title")
             with VerticalScroll():
-                yield Static("\n".join(lines), id="help-keys")
-                notes = "\n".join(visible(note) for note in self.notes)
-                yield Static(notes, id="help-notes", markup=False)
+                yield Static(_two_columns(self.keys), id="help-keys")
+                yield Static(_two_columns(notes), id="help-notes")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", id="close", variant="primary")
 

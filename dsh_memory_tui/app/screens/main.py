@@ -296,17 +296,18 @@ class MainScreen(Screen[None]):
         app = self.memory
         paths = app.store.paths
         notes = [
-            "",
-            f"acting user: {paths.user_id}",
-            f"home:        {paths.home_memory_dir}",
-            f"workspace:   {paths.workspace_memory_dir}",
+            ("", ""),
+            ("acting user", paths.user_id),
+            ("home", str(paths.home_memory_dir)),
+            ("workspace", str(paths.workspace_memory_dir)),
+            ("", ""),
+            ("team memory", self._git_setup()),
         ]
-        notes += ["", f"team memory: {self._git_setup()}"]
         if app.demo:
             from ...demo import reach_commands
 
-            notes += ["", f"This is a demo in {paths.home.parent}; from another shell:"]
-            notes += [f"  {command}" for command in reach_commands(paths.home, paths.workspace)]
+            notes += [("", ""), ("demo", f"in {paths.home.parent}; from another shell:")]
+            notes += [("", command) for command in reach_commands(paths.home, paths.workspace)]
         # "-" is told on the line of "*": every key fits the help screen at 36 rows.
         keys = [(k.shown, k.help) for k in ACTIONS if k.action != "clear_marks"]
         app.push_screen(HelpScreen(keys[:-2] + OTHER_KEYS + keys[-2:], notes))
