@@ -1,9 +1,15 @@
 """The audit view (``L``): what was served to agents and exported, to whom, newest first, from
 the home's audit log (``audit.AuditLog``); ids, revisions and hashes only, never text.
+
+A table that fits the terminal (``RecordTable``: cells cut with an ellipsis, the bytes column
+only where there is room) and, under it, the entry at the cursor whole.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -12,13 +18,26 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Label, Static
 
 from ...audit import EXPORTED, ROW_HEADERS, AuditRead, entry_row
+from ...present import visible
+from ..widgets.record_table import Column, RecordTable, Row
 from .modal import Modal
 
 SHOWN = 500  # the newest entries listed (the rest: dsh-memory audit)
 
+# ROW_HEADERS' columns. The time without its year; client / path and asked share what is left.
+COLUMNS = [
+    Column("time", "time (UTC)", 14),
+    Column("kind", "kind", 8),
+    Column("session", "session", 10),
+    Column("where", "client / path", None),
+    Column("asked", "asked", None),
+    Column("records", "records", 7),
+    Column("bytes", "bytes", 7, hide_below=90),
+]
 
-def audit_text(read: AuditRead, path: str) -> Text:
-    """The newest entries as a table of plain text (every field through ``visible``)."""
+
+def summary_text(read: AuditRead, path: str) -> Text:
+    """How many servings (to how many sessions) and exports, and the log's path."""
     entries = read.entries
     out = Text()
     served = [e for e in entries if e["kind"] != EXPORTED]
@@ -30,29 +49,39 @@ def audit_text(read: AuditRead, path: str) -> Text:
         f"{'s' if exports != 1 else ''}; ",
         "bold",
     )
-    out.append(f"{path}\n", "dim")
+    out.append(visible(path), "dim")
     if read.unreadable:
-        out.append(f"{read.unreadable} unreadable line(s) skipped (cut short)\n", "dim")
-    if not entries:
-        out.append("\nnothing was served to an agent or exported from this home yet\n", "dim")
-        return out
-    rows = [entry_row(e) for e in reversed(entries[-SHOWN:])]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(ROW_HEADERS)]
-    out.append("\n" + "  ".join(h.ljust(w) for h, w in zip(ROW_HEADERS, widths, strict=True)))
-    out.append("\n", "bold")
-    for row in rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        out.append(f"\n{read.unreadable} unreadable line(s) skipped (cut short)", "dim")
     if len(entries) > SHOWN:
-        out.append(f"... and {len(entries) - SHOWN} older: dsh-memory audit lists them\n", "dim")
+        out.append(f"\nthe newest {SHOWN}; dsh-memory audit lists the older ones", "dim")
     return out
 
 
+def entry_detail(entry: dict[str, Any]) -> Table:
+    """One entry whole: each column's field, then each record's id, scope and revision."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for label, cell in zip(ROW_HEADERS, entry_row(entry), strict=True):
+        grid.add_row(label, Text(cell))
+    if entry.get("workspace"):
+        grid.add_row("workspace", Text(visible(str(entry["workspace"]))))
+    if entry.get("cut"):
+        grid.add_row("cut", Text(f"{entry['cut']} record(s) over the budget, not sent"))
+    for ref in entry.get("records", []):
+        if isinstance(ref, dict):
+            line = f"{ref.get('id')}  {ref.get('scope')}  revision {ref.get('revision')}"
+            grid.add_row("", Text(visible(line)))
+    return grid
+
+
 class AuditScreen(Modal[None]):
-    """The audit log, newest entry first."""
+    """The audit log, newest entry first; the entry at the cursor whole below the table."""
 
     DEFAULT_CSS = """
     AuditScreen .audit-box { width: 96%; height: 92%; }
-    AuditScreen #audit-body { height: 1fr; }
+    AuditScreen #audit-table { height: 1fr; min-height: 4; }
+    AuditScreen #audit-detail { height: auto; max-height: 45%; border-top: solid $primary 50%; }
     """
 
     BINDINGS = [Binding("escape,q,L", "close", "Close")]
@@ -60,14 +89,47 @@ class AuditScreen(Modal[None]):
     def __init__(self, read: AuditRead, path: str) -> None:
         super().__init__(classes="dialog")
         self.read, self.path = read, path
+        self.entries = list(reversed(read.entries[-SHOWN:]))  # newest first
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box audit-box"):
             yield Label("Served and exported (the audit log)", classes="dialog-title")
-            with VerticalScroll(id="audit-body"):
-                yield Static(audit_text(self.read, self.path), id="audit-entries")
+            yield Static(summary_text(self.read, self.path), id="audit-summary")
+            yield RecordTable(
+                COLUMNS,
+                empty_message="nothing was served to an agent or exported from this home yet",
+                sort=("time", True),  # newest first
+                id="audit-table",
+            )
+            with VerticalScroll(id="audit-detail"):
+                yield Static("", id="audit-entry")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", id="close", variant="primary")
+
+    def _rows(self) -> list[Row]:
+        rows = []
+        for i, entry in enumerate(self.entries):
+            cells = entry_row(entry)
+            rows.append(Row(str(i), (cells[0][5:], *cells[1:])))  # 2026-12-02 -> 12-02
+        return rows
+
+    def on_mount(self) -> None:
+        table = self.query_one(RecordTable)
+        table.set_rows(self._rows())
+        table.focus()
+        self._show(table.cursor_key)
+
+    @on(RecordTable.CursorMoved, "#audit-table")
+    def _moved(self, event: RecordTable.CursorMoved) -> None:
+        self._show(event.key)
+
+    def _show(self, key: str | None) -> None:
+        entry = self.query_one("#audit-entry", Static)
+        if key is None:
+            entry.update("")
+            self.query_one("#audit-detail").display = False
+        else:
+            entry.update(entry_detail(self.entries[int(key)]))
 
     def action_close(self) -> None:
         self.dismiss(None)
