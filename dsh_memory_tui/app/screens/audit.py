@@ -20,6 +20,7 @@ from textual.widgets import Button, Label, Static
 from ...audit import EXPORTED, ROW_HEADERS, AuditRead, entry_row
 from ...present import visible
 from ..widgets.record_table import Column, RecordTable, Row
+from .dialogs import two_columns
 from .modal import Modal
 
 SHOWN = 500  # the newest entries listed (the rest: dsh-memory audit)
@@ -59,20 +60,16 @@ def summary_text(read: AuditRead, path: str) -> Text:
 
 def entry_detail(entry: dict[str, Any]) -> Table:
     """One entry whole: each column's field, then each record's id, scope and revision."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True, style="bold")
-    grid.add_column(overflow="fold")
-    for label, cell in zip(ROW_HEADERS, entry_row(entry), strict=True):
-        grid.add_row(label, Text(cell))
+    rows = list(zip(ROW_HEADERS, entry_row(entry), strict=True))
     if entry.get("workspace"):
-        grid.add_row("workspace", Text(visible(str(entry["workspace"]))))
+        rows.append(("workspace", visible(str(entry["workspace"]))))
     if entry.get("cut"):
-        grid.add_row("cut", Text(f"{entry['cut']} record(s) over the budget, not sent"))
+        rows.append(("cut", f"{entry['cut']} record(s) over the budget, not sent"))
     for ref in entry.get("records", []):
         if isinstance(ref, dict):
             line = f"{ref.get('id')}  {ref.get('scope')}  revision {ref.get('revision')}"
-            grid.add_row("", Text(visible(line)))
-    return grid
+            rows.append(("", visible(line)))
+    return two_columns(rows)
 
 
 class AuditScreen(Modal[None]):

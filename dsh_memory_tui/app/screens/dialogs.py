@@ -169,7 +169,7 @@ class CopyDialog(Modal[Scope | None]):
         self.dismiss(None)
 
 
-def _two_columns(rows: Sequence[tuple[str, str]]) -> Table:
+def two_columns(rows: Sequence[tuple[str, str]]) -> Table:
     """A label column and a text column that wraps under itself: at 80 columns a long line
     goes on under its own text, never back under the labels."""
     grid = Table.grid(padding=(0, 2))
@@ -206,8 +206,8 @@ class HelpScreen(Modal[None]):
         with Vertical(classes="keys-box"):
             yield Label("dsh-memory: keys", classes="dialog-title")
             with VerticalScroll():
-                yield Static(_two_columns(self.keys), id="help-keys")
-                yield Static(_two_columns(notes), id="help-notes")
+                yield Static(two_columns(self.keys), id="help-keys")
+                yield Static(two_columns(notes), id="help-notes")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", id="close", variant="primary")
 
