@@ -195,7 +195,6 @@ class StoreWorkers(App[None]):
             self.state.write_ended(token)
             if not self.is_running:  # the app closes: its widgets are gone, the queue dropped
                 return
-            self._start_next_write()
             self._update_bindings()
             if error is not None and (failed is None or not failed(error)):
                 # A refused transition is the record's state, not a failure of the store.
@@ -221,6 +220,11 @@ class StoreWorkers(App[None]):
                 )
             elif step is Quit.EXIT:
                 self.exit()  # the save typed just before q is written
+                return
+            # Last: the tabs show this write (its ``done`` may move the cursor to it) before
+            # the next one takes the store.
+            self._start_next_write()
+            self._status()
 
         def in_thread() -> None:
             result: object = None
