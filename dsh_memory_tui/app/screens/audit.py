@@ -96,6 +96,7 @@ class AuditScreen(Modal[None]):
                 COLUMNS,
                 empty_message="nothing was served to an agent or exported from this home yet",
                 sort=("time", True),  # newest first
+                markable=False,  # read only: no mark, and the key bar offers none
                 id="audit-table",
             )
             with VerticalScroll(id="audit-detail"):

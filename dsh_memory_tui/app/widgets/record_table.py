@@ -233,12 +233,14 @@ class RecordTable(ScrollView, can_focus=True):
         *,
         empty_message: str = "No records",
         sort: tuple[str, bool] | None = None,
+        markable: bool = True,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
         disabled: bool = False,
     ) -> None:
-        """Create an empty table.
+        """Create an empty table. ``markable`` False: space marks nothing (a list that is only
+        read, such as the audit's), and the key bar does not offer it.
 
         Raises:
             ValueError: if `columns` is empty or has no flexible (`width=None`) column.
@@ -247,6 +249,7 @@ class RecordTable(ScrollView, can_focus=True):
             raise ValueError("RecordTable needs at least one flexible column (width=None)")
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self._columns = tuple(columns)
+        self._markable = markable
         self._rows: list[Row] = []
         # key -> index. Entries for rows at or after _index_valid_to may be stale after an
         # insert or remove; _position() finds them nearby or repairs them lazily, so a burst of
@@ -528,6 +531,9 @@ class RecordTable(ScrollView, can_focus=True):
         key = self.cursor_key
         if key is not None:
             self.post_message(self.Selected(self, key))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self._markable or action != "mark_and_advance"
 
     def action_mark_and_advance(self) -> None:
         """Toggle the mark on the cursor row and move down, so space can sweep a range."""
