@@ -21,7 +21,7 @@ ResultType = TypeVar("ResultType")
 
 
 def _own_key_bar(screen: Screen[Any]) -> None:
-    screen.mount(KeyBar())
+    screen.mount(KeyBar(read_now=True))
 
 
 class Modal(ModalScreen[ResultType]):

@@ -56,8 +56,13 @@ class KeyBar(Widget):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, *, read_now: bool = False, **kwargs: object) -> None:
+        """``read_now``: read the keys once mounted too, for a bar mounted into a screen
+        already composed (a dialog's), which may come after that screen's last signal (its
+        focus set as it mounted). The main screen's waits for its first signal: its widgets,
+        which its action checks ask, may still be composing."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._read_now = read_now
         self.keys: tuple[Key, ...] = ()
         self.palette: Key | None = None
         # x ranges of what was drawn, for clicks: (start, end, key)
@@ -73,11 +78,10 @@ class KeyBar(Widget):
         return strip.text.rstrip()
 
     def on_mount(self) -> None:
-        # Read once the screen says its bindings are ready (the app's checks need it mounted),
-        # and once now: a bar mounted into a dialog may come after the dialog's last signal
-        # (its focus set as it mounted).
+        # Read once the screen says its bindings are ready (the app's checks need it mounted).
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
-        self._bindings_changed(self.screen)
+        if self._read_now:
+            self._bindings_changed(self.screen)
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
