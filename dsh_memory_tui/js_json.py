@@ -142,6 +142,10 @@ def _read_flat(text: str, pos: int) -> tuple[Any, int]:
     over the text with a stack of the open arrays and objects, so any depth reads. A container
     that opens deeper than ``MAX_NESTING``, and a number Python cannot hold, become ``RawJSON``
     of their text. ValueError for what is not JSON.
+
+    What lies inside such a container is read (it must be JSON) but not kept: its text is the
+    value, so the containers in it are ``None`` on the stack and take no values (keeping them
+    copied the text once per level: 200,000 levels took seconds).
     """
     space = json_space_end
     # Each open container: (the container, its key awaiting a value or None, where it began).
@@ -152,20 +156,21 @@ def _read_flat(text: str, pos: int) -> tuple[Any, int]:
         if ch == "[" or ch == "{":
             start = pos
             pos = space(text, pos + 1)
+            kept = len(stack) <= MAX_NESTING  # inside a RawJSON container: read, not kept
             if ch == "[":
                 if not text.startswith("]", pos):
-                    stack.append(([], None, start))
+                    stack.append(([] if kept else None, None, start))
                     continue
                 value: Any = []
             else:
                 if not text.startswith("}", pos):
                     key, pos = _json_key(text, pos)
-                    stack.append(({}, key, start))
+                    stack.append(({} if kept else None, key, start))
                     continue
                 value = {}
             pos += 1
             if len(stack) >= MAX_NESTING:
-                value = RawJSON(text[start:pos])
+                value = RawJSON(text[start:pos]) if kept else None
         elif ch == '"':
             value, pos = _scanstring(text, pos + 1, True)
         elif (number := _JSON_NUMBER.match(text, pos)) is not None:
@@ -183,7 +188,9 @@ def _read_flat(text: str, pos: int) -> tuple[Any, int]:
             if not stack:
                 return value, pos
             container, key, start = stack[-1]
-            if key is None:
+            if container is None:
+                pass  # inside a container kept as its text
+            elif key is None:
                 container.append(value)
             else:
                 container[key] = value  # a repeated key: the last value wins, in its first place
@@ -199,7 +206,10 @@ def _read_flat(text: str, pos: int) -> tuple[Any, int]:
                 raise _json_error("Expecting ',' or the end of the container", pos)
             pos += 1
             stack.pop()
-            value = container if len(stack) < MAX_NESTING else RawJSON(text[start:pos])
+            if len(stack) < MAX_NESTING:
+                value = container
+            else:  # the outermost of the deep ones is kept as its text; those in it are not
+                value = RawJSON(text[start:pos]) if len(stack) == MAX_NESTING else None
 
 
 def _json_key(text: str, pos: int) -> tuple[str, int]:
