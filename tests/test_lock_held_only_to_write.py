@@ -16,7 +16,7 @@ from dsh_memory_tui.governance import Action, transition
 from dsh_memory_tui.jsonl import SafeFile, Staged
 from dsh_memory_tui.model import Record, Scope, SourceRef
 from dsh_memory_tui.store import FileView, MemoryStore
-from dsh_memory_tui.store import memory as memory_module
+from dsh_memory_tui.store import transitions as transitions_module
 
 
 def _stores(tmp_path: Path) -> tuple[MemoryStore, MemoryStore]:
@@ -57,13 +57,13 @@ def test_a_batch_decides_every_record_before_it_takes_the_lock(
     ids = [_proposal(ours, n) for n in range(150)]
     lock = _lock_path(ours)
     held: list[bool] = []
-    real = memory_module.transition
+    real = transitions_module.transition
 
     def watched(*args: object, **kwargs: object) -> Record:
         held.append(lock.exists())
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(memory_module, "transition", watched)
+    monkeypatch.setattr(transitions_module, "transition", watched)
     written = ours.apply_many(Action.VERIFY, ids)
     assert len(written) == 150 and len(held) == 150
     assert not any(held), "a record of the batch was decided with the lock held"
