@@ -163,7 +163,7 @@ async def test_help_says_space_marks_and_moves_down(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        keys = str(app.screen.query_one("#help-keys", Static).content)
+        keys = app.screen.text("keys")
         assert "mark or unmark a row and move down" in keys
         assert "mark every row shown" in keys and "- unmarks every row" in keys
     readme = (Path(__file__).parents[2] / "README.md").read_text()
@@ -251,7 +251,7 @@ async def test_the_demo_names_its_directory_in_the_status_line_and_help(tmp_path
         await wait_for(pilot, lambda: f"DEMO in {root}" in str(status.content), what="status")
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        notes = str(app.screen.query_one("#help-notes", Static).content)
+        notes = app.screen.text("notes")
         assert f"dsh-memory demo {root} --live" in notes
         assert f"dsh-memory-tui --home {demo.home} --workspace {demo.workspace}" in notes
 

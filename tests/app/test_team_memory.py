@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 from teamgit import Clone, make_team
-from textual.widgets import Static
 
 from dsh_memory_tui.app.screens.dialogs import HelpScreen
 from dsh_memory_tui.model import Scope
@@ -77,12 +76,12 @@ async def help_notes(clone: Clone) -> str:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
-        return str(app.screen.query_one("#help-notes", Static).content)
+        return app.screen.text("notes")
 
 
 async def test_the_help_says_git_merges_the_shared_file_by_record_id(tmp_path: Path) -> None:
     _, alice, _ = make_team(tmp_path)
-    assert "team memory: git merges shared.jsonl by record id" in await help_notes(alice)
+    assert "team memory  git merges shared.jsonl by record id" in await help_notes(alice)
 
 
 async def test_the_help_says_how_to_set_git_up_when_it_is_not(tmp_path: Path) -> None:
@@ -93,4 +92,4 @@ async def test_the_help_says_how_to_set_git_up_when_it_is_not(tmp_path: Path) ->
 
 async def test_the_help_says_when_the_workspace_is_not_in_git(tmp_path: Path) -> None:
     plain = Clone(tmp_path / "plain", tmp_path / "home-plain", "Carol")
-    assert "team memory: not in a git repository" in await help_notes(plain)
+    assert "team memory  not in a git repository" in await help_notes(plain)

@@ -211,6 +211,12 @@ class HelpScreen(Modal[None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", id="close", variant="primary")
 
+    def text(self, part: str) -> str:
+        """The ``"keys"`` or ``"notes"`` column pairs as plain lines (``label  text``), as
+        the help shows them but unwrapped."""
+        pairs = self.keys if part == "keys" else self.notes
+        return "\n".join(f"{label}  {visible(text)}" for label, text in pairs)
+
     @on(Button.Pressed)
     def _pressed(self) -> None:
         self.dismiss(None)
