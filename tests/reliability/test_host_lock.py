@@ -670,21 +670,21 @@ def test_compactions_racing_the_other_sides_appends_lose_no_acknowledged_write(
 
 
 def _spying_writer(site: Site, target: Target, title: str, timeout_s: float) -> Worker:
-    """A forked writer that says ``waiting`` the first time it finds the lock taken."""
+    """A forked writer that says ``waiting`` the first time it finds the lock taken (and
+    waits: before it decides, for the holder to finish, or to take the lock itself)."""
 
     def run(emit: Emit) -> None:
-        original = HostLock._try_create
+        original = HostLock._wait
         told = False
 
-        def spying(self: HostLock) -> bool:
+        def spying(self: HostLock, done: Callable[[], bool]) -> None:
             nonlocal told
-            got = original(self)
-            if not got and not told:
+            if not told:
                 told = True
                 emit(waiting=now_ms())
-            return got
+            original(self, done)
 
-        HostLock._try_create = spying  # type: ignore[method-assign]
+        HostLock._wait = spying  # type: ignore[method-assign]
         store = MemoryStore.open(site.home, site.workspace, "alice", lock_timeout_s=timeout_s)
         rid = _propose(store, target, title, f"{title} content")
         emit(ack=now_ms(), id=rid)
