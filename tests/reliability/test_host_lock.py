@@ -589,10 +589,10 @@ def test_our_writers_and_host_writers_appending_at_once_lose_nothing(
 ) -> None:
     """3 forked writers x 60 proposals (or more, until a host append met their lock) and CLI
     ``propose`` calls race 3 host writers (a loop of hostwriter.py processes, each appending
-    40 times, 0.5 ms apart) on one project or session file: afterwards every id acknowledged by either side is in the file exactly
-    once as a valid record of it and nothing else is; every busy refusal of a host writer
-    named a pid of one of our processes or another host writer running at that moment (never
-    a stale leftover), and no ``.lock`` remains.
+    40 times, 0.5 ms apart) on one project or session file: afterwards every id acknowledged
+    by either side is in the file exactly once as a valid record of it and nothing else is;
+    every busy refusal of a host writer named a pid of one of our processes or another host
+    writer running at that moment (never a stale leftover), and no ``.lock`` remains.
     """
     site = Site.create(tmp_path / "site")
     target = Target.of(site, scope)
