@@ -262,45 +262,24 @@ def record_row(
     ``root_id`` (this workspace's) marks a shared record another clone wrote;
     ``source_changed``: a verified record whose cited code changed."""
     g = r.governance
+    head = (
+        r.type.value,
+        r.title.replace("\n", " ") or "(forgotten)",
+        markers(
+            r,
+            now_ms() if now is None else now,
+            conflict,
+            source_changed,
+            root_id=root_id,
+            risky=risky,
+        ),
+    )
+    tail = (SHORT_ORIGIN[g.origin], str(g.revision), _minute(r.updatedAt // 60_000))
     if review:
-        return Row(
-            r.id,
-            (
-                r.type.value,
-                r.title.replace("\n", " ") or "(forgotten)",
-                markers(
-                    r,
-                    now_ms() if now is None else now,
-                    conflict,
-                    source_changed,
-                    root_id=root_id,
-                    risky=risky,
-                ),
-                SCOPE_CELL[r.scope],
-                SHORT_ORIGIN[g.origin],
-                str(g.revision),
-                _minute(r.updatedAt // 60_000),
-            ),
-        )
+        return Row(r.id, (*head, SCOPE_CELL[r.scope], *tail))
     return Row(
         r.id,
-        (
-            r.type.value,
-            r.title.replace("\n", " ") or "(forgotten)",
-            markers(
-                r,
-                now_ms() if now is None else now,
-                conflict,
-                source_changed,
-                root_id=root_id,
-                risky=risky,
-            ),
-            r.status.value,
-            g.verification.value,
-            SHORT_ORIGIN[g.origin],
-            str(g.revision),
-            _minute(r.updatedAt // 60_000),
-        ),
+        (*head, r.status.value, g.verification.value, *tail),
         dim=r.status is not Status.ACTIVE,
     )
 
