@@ -50,6 +50,7 @@ from .model import (
 )
 from .paths import StoreFile
 from .present import tags_text, when
+from .queue import withheld as withheld_records
 from .sources import Sources
 from .store import FileView, MemoryStore, Session
 
@@ -96,7 +97,9 @@ class AgentView:
     """The records an agent gets for one request and the exact Markdown text of them.
 
     ``cut``: the records that would have come next but did not fit the budget, in the served
-    order; ``more``: how many matched beyond the 100-record limit (not counted in ``cut``).
+    order; ``more``: how many matched beyond the 100-record limit (not counted in ``cut``);
+    ``withheld``: how many more a human verified once that wait for re-review (stale,
+    expired, their cited code changed, decided two ways by a team merge: ``queue``).
     """
 
     records: list[Record]
@@ -105,6 +108,7 @@ class AgentView:
     cut: tuple[Record, ...] = ()
     more: int = 0
     budget: int | None = None
+    withheld: int = 0
 
     @property
     def size(self) -> int:
@@ -203,6 +207,19 @@ def record_rank(record: Record, query: str) -> int:
     return _rank(lowered(record), lower, _TOKEN.findall(lower))
 
 
+class Kept(NamedTuple):
+    """A file's records an agent may be served (before their citations are checked), and
+    those a human verified once that wait for re-review (``queue.withheld``)."""
+
+    served: list[Record]
+    withheld: list[Record]
+
+
+def kept(view: FileView, now: int) -> Kept:
+    served = [r for r in view.current.values() if is_served(r, now)]
+    return Kept(served, withheld_records(view, now))
+
+
 class ServeCache:
     """What a long-running server would otherwise recompute on every request: each file's
     served records (until the file's view changes) and each record's lower-cased text (while
@@ -211,22 +228,22 @@ class ServeCache:
 
     def __init__(self) -> None:
         self._by_id: dict[str, tuple[Record, Lowered]] = {}
-        self._served: dict[object, tuple[tuple[int, int], list[Record]]] = {}
+        self._served: dict[object, tuple[tuple[int, int], Kept]] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def served(self, view: FileView, now: int) -> list[Record]:
-        """``view``'s served records; the same list while the view has applied no line (an
-        expiry is applied as a line, so it changes the view too).
+    def served(self, view: FileView, now: int) -> Kept:
+        """``view``'s served and withheld records (``kept``); the same lists while the view
+        has applied no line (an expiry is applied as a line, so it changes the view too).
         """
         signature = (view.epoch, len(view.applied))
         entry = self._served.get(view.path)
         if entry is not None and entry[0] == signature:
             return entry[1]
-        records = [r for r in view.current.values() if is_served(r, now)]
-        self._served[view.path] = (signature, records)
-        return records
+        got = kept(view, now)
+        self._served[view.path] = (signature, got)
+        return got
 
     def lowered(self, record: Record) -> Lowered:
         entry = self._by_id.get(record.id)
@@ -307,6 +324,14 @@ def _views(store: MemoryStore, files: Iterable[StoreFile]) -> list[FileView]:
     return views
 
 
+class Ranked(NamedTuple):
+    """The records an agent may be served, each with its sort key, unsorted; ``withheld``:
+    how many more a human verified once would be, but wait for re-review."""
+
+    keyed: list[tuple[tuple[int | bool, ...], Record]]
+    withheld: int
+
+
 def _ranked(
     store: MemoryStore,
     audience: Audience,
@@ -316,8 +341,9 @@ def _ranked(
     record_type: RecordType | str | None = None,
     now: int | None = None,
     cache: ServeCache | None = None,
-) -> list[tuple[tuple[int | bool, ...], Record]]:
-    """Every record an agent may be served, with its sort key (``served_records``), unsorted."""
+) -> Ranked:
+    """Every record an agent may be served, with its sort key (``served_records``), unsorted,
+    and how many of the same type and matching the same query are withheld."""
     at = now_ms() if now is None else now
     files = served_files(store, audience, scope)
     wanted_type = None
@@ -332,37 +358,35 @@ def _ranked(
     if query is not None:
         query = check_query(query)
     records: list[Record] = []
+    held: list[Record] = []
     for view in _views(store, files):
-        if cache is not None:
-            served = cache.served(view, at)
-        else:
-            served = [r for r in view.current.values() if is_served(r, at)]
+        served, waiting = cache.served(view, at) if cache is not None else kept(view, at)
         # Citations are checked at each request (a stat per cited file): code changes
         # without any line of the store changing.
         with store.sources.batch():
-            records.extend(
-                r
-                for r in served
-                if (wanted_type is None or r.type is wanted_type) and store.sources.holds(r)
-            )
+            for r in served:
+                if wanted_type is None or r.type is wanted_type:
+                    (records if store.sources.holds(r) else held).append(r)
+        held.extend(r for r in waiting if wanted_type is None or r.type is wanted_type)
     keyed: list[tuple[tuple[int | bool, ...], Record]]
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).
         keyed = [((not r.governance.pinned, -r.updatedAt), r) for r in records]
-    else:
-        # The host's search order, pinned first among records of one rank.
-        texts = cache if cache is not None else ServeCache()
-        lower = query.lower()
-        tokens = _TOKEN.findall(lower)
-        keyed = []
-        for r in records:
-            rank = _rank(texts.lowered(r), lower, tokens)
-            if rank < NO_MATCH_RANK:
-                key = (rank, not r.governance.pinned, -r.updatedAt, -(r.lastUsedAt or 0))
-                keyed.append((key, r))
-        if scope is None and wanted_type is None and len(texts) > len(records):
-            texts.retain({r.id for r in records})
-    return keyed
+        return Ranked(keyed, len(held))
+    # The host's search order, pinned first among records of one rank.
+    texts = cache if cache is not None else ServeCache()
+    lower = query.lower()
+    tokens = _TOKEN.findall(lower)
+    keyed = []
+    for r in records:
+        rank = _rank(texts.lowered(r), lower, tokens)
+        if rank < NO_MATCH_RANK:
+            key = (rank, not r.governance.pinned, -r.updatedAt, -(r.lastUsedAt or 0))
+            keyed.append((key, r))
+    if scope is None and wanted_type is None and len(texts) > len(records):
+        texts.retain({r.id for r in records})
+    matching = sum(1 for r in held if _rank(lowered(r), lower, tokens) < NO_MATCH_RANK)
+    return Ranked(keyed, matching)
 
 
 def served_records(
@@ -379,7 +403,7 @@ def served_records(
     ``ServeCache`` kept between calls (a server's), so unchanged files are not filtered
     again and each record's text is lower-cased once.
     """
-    return _best(_ranked(store, audience, **criteria), safe_limit(limit))
+    return _best(_ranked(store, audience, **criteria).keyed, safe_limit(limit))
 
 
 def _best(keyed: list[tuple[tuple[int | bool, ...], Record]], limit: int) -> list[Record]:
@@ -433,8 +457,18 @@ def _head(count: int, scopes: Sequence[Scope], query: str | None) -> str:
     )
 
 
-def _tail(cut: int, more: int, budget: int | None, query: str | None, limit: int) -> str:
-    """The line naming what was not sent ("" when everything was)."""
+def withheld_words(withheld: int, query: str | None, *, other: bool = False) -> str:
+    """ "5 verified records are withheld until re-review" (``other``: beside records sent)."""
+    n = f"{withheld} {'other ' if other else ''}verified record{'s' if withheld != 1 else ''}"
+    matching = " matching it" if query is not None else ""
+    return f"{n}{matching} {'is' if withheld == 1 else 'are'} withheld until re-review"
+
+
+def _tail(
+    cut: int, more: int, budget: int | None, query: str | None, limit: int, withheld: int = 0
+) -> str:
+    """The lines naming what was not sent ("" when everything was): cut by the budget or the
+    limit, and withheld until a human re-reviews them."""
     parts = []
     if cut:
         what = "matching " if query is not None else "verified "
@@ -444,14 +478,15 @@ def _tail(cut: int, more: int, budget: int | None, query: str | None, limit: int
         )
     if more:
         parts.append(f"{more:,} more beyond the limit of {limit} records")
+    held = f"\n_{withheld_words(withheld, query, other=True)}._\n" if withheld else ""
     if not parts:
-        return ""
+        return held
     hint = (
         f"narrow the search to reach {'them' if cut + more != 1 else 'it'}"
         if query is not None
         else f"search with {SEARCH_TOOL_NAME} to reach {'them' if cut + more != 1 else 'it'}"
     )
-    return f"\n_{'; '.join(parts)}; {hint}._\n"
+    return f"\n_{'; '.join(parts)}; {hint}._\n{held}"
 
 
 SEARCH_TOOL_NAME = "workspace_memory_search"
@@ -467,18 +502,25 @@ def to_markdown(
     budget: int | None = None,
     limit: int = MAX_RESULTS,
     rendered: Sequence[str] | None = None,
+    withheld: int = 0,
 ) -> str:
     """The Markdown an agent gets for ``records`` (served from ``scopes``), ending with the
-    line that names the ``cut`` records (over ``budget``) and the ``more`` beyond the limit.
-    ``rendered``: ``render_record`` of each record, when the caller has them.
+    lines that name the ``cut`` records (over ``budget``), the ``more`` beyond the limit and
+    the ``withheld`` until re-review. ``rendered``: ``render_record`` of each record, when
+    the caller has them.
     """
     head = _head(len(records), scopes, query)
-    tail = _tail(cut, more, budget, query, limit)
     if not records:
         if cut:
-            return f"{head}\n{tail}"
-        none = "no verified memory matches it" if query is not None else "no verified memory yet"
-        return f"{head}\n\nNothing to show: {none}.\n{tail}"
+            return f"{head}\n{_tail(cut, more, budget, query, limit, withheld)}"
+        if withheld:
+            none = withheld_words(withheld, query)
+        else:
+            none = (
+                "no verified memory matches it" if query is not None else "no verified memory yet"
+            )
+        return f"{head}\n\nNothing to show: {none}.\n{_tail(cut, more, budget, query, limit)}"
+    tail = _tail(cut, more, budget, query, limit, withheld)
     texts = rendered if rendered is not None else [render_record(r) for r in records]
     return head + "\n\n" + "\n".join(texts) + tail
 
@@ -490,9 +532,10 @@ def _fit(
     more: int,
     budget: int,
     limit: int,
+    withheld: int = 0,
 ) -> tuple[int, list[str]]:
     """How many of ``records`` (a prefix: the served order is kept) fit in ``budget`` bytes
-    with the heading and the closing line, and the rendered text of those.
+    with the heading and the closing lines, and the rendered text of those.
     """
     rendered: list[str] = []
     body = 0  # the records' bytes and the blank lines between them
@@ -501,7 +544,8 @@ def _fit(
         text = render_record(record)
         size = body + utf8_len(text) + (1 if k > 1 else 0)
         head = utf8_len(_head(k, scopes, query)) + 2
-        if head + size + utf8_len(_tail(n - k, more, budget, query, limit)) > budget:
+        tail = _tail(n - k, more, budget, query, limit, withheld)
+        if head + size + utf8_len(tail) > budget:
             break
         rendered.append(text)
         body = size
@@ -524,7 +568,7 @@ def agent_view(
     tools' text, the app's "What the agent sees", ``dsh-memory payload``). With ``budget``
     (bytes), the records that fit in the served order, the rest in ``cut``.
     """
-    keyed = _ranked(
+    keyed, withheld = _ranked(
         store,
         audience,
         scope=scope,
@@ -538,9 +582,9 @@ def agent_view(
     more = total - len(records)
     scopes = _scope_arg(audience, scope)
     if budget is None:
-        text = to_markdown(records, scopes, query=query, more=more, limit=most)
-        return AgentView(records, text, scopes, more=more)
-    fits, rendered = _fit(records, scopes, query, more, budget, most)
+        text = to_markdown(records, scopes, query=query, more=more, limit=most, withheld=withheld)
+        return AgentView(records, text, scopes, more=more, withheld=withheld)
+    fits, rendered = _fit(records, scopes, query, more, budget, most, withheld)
     sent, cut = records[:fits], tuple(records[fits:])
     text = to_markdown(
         sent,
@@ -551,8 +595,9 @@ def agent_view(
         budget=budget,
         limit=most,
         rendered=rendered,
+        withheld=withheld,
     )
-    return AgentView(sent, text, scopes, cut, more, budget)
+    return AgentView(sent, text, scopes, cut, more, budget, withheld)
 
 
 # ----------------------------------------------------------------------------- use

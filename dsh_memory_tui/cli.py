@@ -32,6 +32,7 @@ from .present import (
     visible,
     when,
 )
+from .queue import DIGEST, Waiting, counts, counts_text, waiting
 from .sources import State, cited_hashes, report
 from .store import Action, MemoryStore, Session
 
@@ -153,14 +154,19 @@ def _terminal_width(out: TextIO) -> int | None:
         return None
 
 
-def _fit(rows: list[list[str]], headers: list[str], width: int) -> None:
-    """Make the table at most ``width`` columns: drop columns of ``LIST_DROPPABLE``, then cut
+def _fit(
+    rows: list[list[str]],
+    headers: list[str],
+    width: int,
+    droppable: Sequence[str] = LIST_DROPPABLE,
+) -> None:
+    """Make the table at most ``width`` columns: drop columns of ``droppable``, then cut
     the titles (the last column) with an ellipsis."""
 
     def total() -> int:
         return sum(_widths(rows, headers)) + 2 * (len(headers) - 1)
 
-    for name in LIST_DROPPABLE:
+    for name in droppable:
         if total() - _widths(rows, headers)[-1] + MIN_TITLE <= width:
             break
         at = headers.index(name)
@@ -493,6 +499,47 @@ def cmd_lint(store: MemoryStore, args: argparse.Namespace) -> int:
     return 0
 
 
+QUEUE_HEADERS = ("WHY", "ID", "SCOPE", "TYPE", "TITLE")
+QUEUE_DROPPABLE = ("SCOPE", "TYPE")
+
+
+def cmd_queue(store: MemoryStore, args: argparse.Namespace) -> int:
+    found = waiting(store, include_derived=True)
+    digests = [w for w in found if DIGEST in w.reasons]
+    if not args.derived:
+        found = [w for w in found if DIGEST not in w.reasons]
+    if args.json:
+        _dump([w.to_json() for w in found])
+        return 0
+    width = _terminal_width(sys.stdout)
+
+    def row(w: Waiting, rid: str) -> list[str]:
+        r = w.record
+        why = ", ".join(str(reason) for reason in w.reasons)
+        return [why, visible(rid), r.scope.value, r.type.value, visible(r.title[:60])]
+
+    rows = [row(w, w.record.id) for w in found]
+    headers = list(QUEUE_HEADERS)
+    if rows and width is not None and sum(_widths(rows, headers)) + 2 * len(headers) - 2 > width:
+        short = short_ids(store.known_ids())
+        rows = [row(w, short.get(w.record.id, w.record.id)) for w in found]
+        _fit(rows, headers, width, QUEUE_DROPPABLE)
+    if rows:
+        _table(rows, headers, sys.stdout)
+    tally = counts(w.reasons for w in found)
+    n = len(found)
+    summary = (
+        f"{n} record{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} on a human: "
+        + counts_text(tally)
+        if n
+        else "nothing waits on a human"
+    )
+    if digests and not args.derived:
+        summary += f" ({len(digests)} session digest(s) not listed: --derived lists them)"
+    print(summary)
+    return 0
+
+
 def cmd_adopt(store: MemoryStore, args: argparse.Namespace) -> int:
     scopes = [args.scope] if args.scope else [Scope.PROJECT, Scope.SHARED]
     ids: list[str] = []
@@ -699,6 +746,7 @@ def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
                 "included": [r.id for r in got.records],
                 "cut": [r.id for r in got.cut],
                 "beyondLimit": got.more,
+                "withheld": got.withheld,
                 "text": got.text,
             }
         )
@@ -711,9 +759,10 @@ def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
         sys.stdout.buffer.flush()
     cut = f", {len(got.cut)} cut by the budget" if got.cut else ""
     more = f", {got.more} beyond the limit" if got.more else ""
+    held = f", {got.withheld} withheld until re-review (dsh-memory queue)" if got.withheld else ""
     print(
         f"{len(got.records)} record(s), {got.size:,} of {budget:,} bytes (~{got.tokens:,} "
-        f"tokens){cut}{more}; session {visible(session)}",
+        f"tokens){cut}{more}{held}; session {visible(session)}",
         file=sys.stderr,
     )
     return 0
@@ -809,6 +858,10 @@ def build_parser() -> argparse.ArgumentParser:
     session_opts(p)
     p.add_argument("--all", action="store_true", help="archived and forgotten records too")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
+
+    p = command("queue", cmd_queue, "every record that waits on a human, and why")
+    p.add_argument("--derived", action="store_true", help="the auto-writer's session digests too")
+    p.add_argument("--json", action="store_true", help="[{id, scope, title, reasons: [code, ...]}]")
 
     p = command("show", cmd_show, "one record")
     p.add_argument("id")
