@@ -64,15 +64,16 @@ DIGEST = Reason("digest", "digest", "session digest")
 
 @dataclass(frozen=True, slots=True)
 class Facts:
-    """What the rules read besides the record: the time, this clone's rootId (a shared
-    record keyed to another is a teammate's), the open conflict groups, the file view holding
-    each id (its other records and the id's lines), whether a record's cited code changed and
-    whether it carries a secret (the app gives what its workers last found; ``store_facts``
-    computes them)."""
+    """What the rules read besides the record: the time (``clock``: the app asks it at each
+    look), this clone's rootId (a shared record keyed to another is a teammate's), the open
+    conflict groups (a ``ConflictIndex``'s), the file view holding each id (its other records
+    and the id's lines), whether a record's cited code changed and whether it carries a
+    secret (the app gives what its workers last found; ``store_facts`` computes them)."""
 
-    now: int
+    clock: Callable[[], int]
     root_id: str
-    conflicts: ConflictIndex
+    group_of: Callable[[str], str | None]  # the id's open conflict group (ConflictIndex.group)
+    members: Callable[[str], list[str]]  # the ids of its open group (ConflictIndex.members)
     view_of: Callable[[str], FileView | None]
     code_changed: Callable[[Record], bool]
     secret: Callable[[Record], bool]
@@ -106,7 +107,7 @@ def _secret(r: Record, f: Facts) -> bool:
 def _rivals(r: Record, f: Facts) -> bool:
     """In an open group with the other version a team merge made of it (``team.rival_id``):
     the record a merge decided two ways, or the rival it added."""
-    for other_id in f.conflicts.members(r.id):
+    for other_id in f.members(r.id):
         other = f.record(other_id)
         if (
             other is not None
@@ -138,7 +139,7 @@ def _merge(r: Record, f: Facts) -> bool:
 
 
 def _conflict(r: Record, f: Facts) -> bool:
-    return f.conflicts.group(r.id) is not None and not _merge(r, f)
+    return f.group_of(r.id) is not None and not _merge(r, f)
 
 
 def _code_changed(r: Record, f: Facts) -> bool:
@@ -147,13 +148,13 @@ def _code_changed(r: Record, f: Facts) -> bool:
 
 
 def _expired(r: Record, f: Facts) -> bool:
-    return expired_at(r, f.now)
+    return expired_at(r, f.clock())
 
 
 def _stale(r: Record, f: Facts) -> bool:
     return (
         r.governance.verification is Verification.STALE
-        and not expired_at(r, f.now)
+        and not expired_at(r, f.clock())
         and not _code_changed(r, f)
     )
 
@@ -237,10 +238,12 @@ def store_facts(store: MemoryStore, views: Sequence[FileView], now: int) -> Fact
     owner = {rid: view for view in views for rid in view.current}
     records = [view.current[rid] for rid, view in owner.items()]
     secrets = {r.id for r in lint.verified_secrets(records)}
+    conflicts = ConflictIndex(records)
     return Facts(
-        now=now,
+        clock=lambda: now,
         root_id=store.paths.root_id,
-        conflicts=ConflictIndex(records),
+        group_of=conflicts.group,
+        members=conflicts.members,
         view_of=owner.get,
         code_changed=code_changed_rule(store.sources),
         secret=lambda r: r.id in secrets,
