@@ -295,21 +295,19 @@ def withheld(view: FileView, now: int) -> list[Record]:
     whose cited code changed is withheld too; that needs the workspace (``Sources.holds``),
     checked by the caller (``agent_view``)."""
     out = []
-    for record in view.current.values():
-        if record.status is not Status.ACTIVE:
-            continue
-        verification = record.governance.verification
-        if (
+    active, unverified = Status.ACTIVE, Verification.UNVERIFIED
+    once = (Verification.VERIFIED, Verification.STALE)
+    for record in view.current.values():  # one pass over every record: the cheap tests first
+        g = record.governance
+        verification = g.verification
+        if verification is unverified:
+            if g.revision < 2 or record.status is not active:
+                continue
+            if any(line.governance.verification in once for line in view.versions[record.id]):
+                out.append(record)
+        elif (
             verification is Verification.STALE
-            or expired_at(record, now)
-            or (
-                verification is Verification.UNVERIFIED
-                and record.governance.revision > 1
-                and any(
-                    line.governance.verification in (Verification.VERIFIED, Verification.STALE)
-                    for line in view.versions[record.id]
-                )
-            )
-        ):
+            or (g.expiresAt is not None and expired_at(record, now))
+        ) and record.status is active:
             out.append(record)
     return out
