@@ -13,8 +13,9 @@ rejected ones are decided (a rejected one waits only when a merge left it decide
 The auto-writer's session digests (``digest``) wait too, behind a switch (the app's ``D``,
 ``queue --derived``): a record with the reason ``digest`` is shown only when asked.
 
-Adding a reason is one place: a ``Reason`` and its rule (a function of the record and the
-``Facts``) as one row of ``_RULES``, whose order is the order reasons are shown in. A rule
+Adding a reason is one place: a ``Reason``, the verifications it can apply to and its rule
+(a function of the record and the ``Facts``) as one row of ``_RULES``, whose order is the
+order reasons are shown in. A rule
 that needs a fact not in ``Facts`` adds a field there, filled by ``store_facts`` and by the
 app (its Review tab's ``Facts``). The team's verdict on a broken history chain goes in as
 such a row after MERGE: its rule reads the record's lines (``Facts.versions``).
@@ -90,14 +91,14 @@ class Facts:
 
 Rule = Callable[[Record, Facts], bool]
 
-
-def _unverified(r: Record) -> bool:
-    return r.governance.verification is Verification.UNVERIFIED
+UNVERIFIED = frozenset({Verification.UNVERIFIED})
+ONCE_VERIFIED = frozenset({Verification.VERIFIED, Verification.STALE})
+ANY = frozenset(Verification)
 
 
 def _teammate(r: Record, f: Facts) -> bool:
-    """An unverified shared record another clone of the project wrote."""
-    return _unverified(r) and r.scope is Scope.SHARED and r.scopeKey != f.root_id
+    """A shared record another clone of the project wrote."""
+    return r.scope is Scope.SHARED and r.scopeKey != f.root_id
 
 
 def _secret(r: Record, f: Facts) -> bool:
@@ -131,7 +132,9 @@ def _decided_two_ways(r: Record, f: Facts) -> bool:
     if divergences({r.id: lines}):
         return True
     before = [line for line in lines if line.governance.revision == revision - 1]
-    return _unverified(r) and bool(divergences({r.id: before}))
+    return r.governance.verification is Verification.UNVERIFIED and bool(
+        divergences({r.id: before})
+    )
 
 
 def _merge(r: Record, f: Facts) -> bool:
@@ -143,55 +146,59 @@ def _conflict(r: Record, f: Facts) -> bool:
 
 
 def _code_changed(r: Record, f: Facts) -> bool:
-    verification = r.governance.verification
-    return verification in (Verification.VERIFIED, Verification.STALE) and f.code_changed(r)
+    return f.code_changed(r)
 
 
 def _expired(r: Record, f: Facts) -> bool:
-    return expired_at(r, f.clock())
+    return r.governance.expiresAt is not None and expired_at(r, f.clock())
 
 
 def _stale(r: Record, f: Facts) -> bool:
-    return (
-        r.governance.verification is Verification.STALE
-        and not expired_at(r, f.clock())
-        and not _code_changed(r, f)
-    )
+    return not _expired(r, f) and not f.code_changed(r)
 
 
 def _written_here(origin: Origin) -> Rule:
-    """Unverified, of ``origin``, and not a teammate's (that is its own reason)."""
+    """Of ``origin``, and not a teammate's (that is its own reason)."""
 
     def rule(r: Record, f: Facts) -> bool:
-        return _unverified(r) and r.governance.origin is origin and not _teammate(r, f)
+        return r.governance.origin is origin and not _teammate(r, f)
 
     return rule
+
+
+_user_authored = _written_here(Origin.USER_AUTHORED)
 
 
 def _draft(r: Record, f: Facts) -> bool:
     """Written by a person here and never verified; a record a merge left unverified is a
     merge rival, not a draft."""
-    return _written_here(Origin.USER_AUTHORED)(r, f) and not _merge(r, f)
+    return _user_authored(r, f) and not _merge(r, f)
 
 
-# Each reason and its rule, in the order reasons are shown and counted: what an agent is
-# served wrongly first, then versions to choose between (the team's broken history chain
-# goes after MERGE), then what was verified and is withheld, then what was never verified.
-_RULES: tuple[tuple[Reason, Rule], ...] = (
-    (SECRET, _secret),
-    (MERGE, _merge),
-    (CONFLICT, _conflict),
-    (CODE_CHANGED, _code_changed),
-    (EXPIRED, _expired),
-    (STALE, _stale),
-    (TEAMMATE, _teammate),
-    (PROPOSAL, _written_here(Origin.MODEL_SUGGESTED)),
-    (IMPORT, _written_here(Origin.IMPORTED)),
-    (DRAFT, _draft),
-    (DIGEST, _written_here(Origin.DERIVED)),
+# Each reason, the verifications it can apply to (its rule is asked only for those) and its
+# rule, in the order reasons are shown and counted: what an agent is served wrongly first,
+# then versions to choose between (the team's broken history chain goes after MERGE), then
+# what was verified and is withheld, then what was never verified.
+_RULES: tuple[tuple[Reason, frozenset[Verification], Rule], ...] = (
+    (SECRET, frozenset({Verification.VERIFIED}), _secret),
+    (MERGE, ANY, _merge),
+    (CONFLICT, ANY, _conflict),
+    (CODE_CHANGED, ONCE_VERIFIED, _code_changed),
+    (EXPIRED, ONCE_VERIFIED, _expired),
+    (STALE, frozenset({Verification.STALE}), _stale),
+    (TEAMMATE, UNVERIFIED, _teammate),
+    (PROPOSAL, UNVERIFIED, _written_here(Origin.MODEL_SUGGESTED)),
+    (IMPORT, UNVERIFIED, _written_here(Origin.IMPORTED)),
+    (DRAFT, UNVERIFIED, _draft),
+    (DIGEST, UNVERIFIED, _written_here(Origin.DERIVED)),
 )
-REASONS: tuple[Reason, ...] = tuple(reason for reason, _ in _RULES)
+REASONS: tuple[Reason, ...] = tuple(reason for reason, _, _ in _RULES)
 BY_CODE: dict[str, Reason] = {reason.code: reason for reason in REASONS}
+# The rules asked of a record of each verification (most records skip most rules).
+_ASKED: dict[Verification, tuple[tuple[Reason, Rule], ...]] = {
+    v: tuple((reason, rule) for reason, applies, rule in _RULES if v in applies)
+    for v in Verification
+}
 
 
 def reasons(record: Record, facts: Facts) -> tuple[Reason, ...]:
@@ -199,7 +206,8 @@ def reasons(record: Record, facts: Facts) -> tuple[Reason, ...]:
     not active, or nothing about it is left to decide)."""
     if record.status is not Status.ACTIVE:
         return ()
-    return tuple(reason for reason, rule in _RULES if rule(record, facts))
+    asked = _ASKED[record.governance.verification]
+    return tuple(reason for reason, rule in asked if rule(record, facts))
 
 
 def shown(found: Sequence[Reason], include_derived: bool) -> bool:
