@@ -47,7 +47,7 @@ from .agent_view import (
     mark_used,
     served_files,
 )
-from .audit import AUDIT_ENV, AuditLog, safe_append, served_entry
+from .audit import AuditLog, audit_setting, safe_append, served_entry
 from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
 from .sources import Citation
@@ -547,11 +547,15 @@ def session_id_for(session: str | None) -> str:
     """``--session``, else ``DSH_SESSION_ID``, else one made for this server run. USAGE for
     an id the host cannot store.
     """
-    value = session or os.environ.get("DSH_SESSION_ID") or f"mcp-{uuid.uuid4()}"
+    where = "--session"
+    if not session and os.environ.get("DSH_SESSION_ID"):
+        session, where = os.environ["DSH_SESSION_ID"], "DSH_SESSION_ID"
+    value = session or f"mcp-{uuid.uuid4()}"
     if not text_ok(value, MAX_ID_BYTES) or "|" in value:
         raise StoreError(
             ErrorCode.USAGE,
-            f"session id {value!r} is not a usable id (1-256 bytes, no control character or '|')",
+            f"{where} {value!r} is not a usable session id (1-256 bytes, no control character "
+            "or '|')",
         )
     return value
 
@@ -569,7 +573,7 @@ def serve(
     """
     limit = budget_bytes(budget)
     # DSH_AUDIT=off: no entries (bench_mcp.py measures the audit's cost against it).
-    audit = None if os.environ.get(AUDIT_ENV) == "off" else AuditLog(store.paths.home)
+    audit = AuditLog(store.paths.home) if audit_setting() else None
     load_sdk()
     memory = MemoryServer(
         store,
@@ -593,4 +597,8 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    server.run("stdio")
+    import anyio
+
+    from .mcp_stdio import serve_stdio
+
+    anyio.run(serve_stdio, server)
