@@ -32,6 +32,7 @@ from .present import (
     visible,
     when,
 )
+from .settings import check_environment
 from .sources import State, cited_hashes, report
 from .store import Action, MemoryStore, Session
 
@@ -1051,6 +1052,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger("dsh_memory_tui").setLevel(logging.DEBUG)
         if getattr(args, "follow", False) and not args.events:
             raise UsageError("--follow needs --events FILE")
+        check_environment()  # every setting, before the command does anything
         store = MemoryStore.open(args.home, args.workspace, args.user)
         if getattr(args, "id", None) is not None:
             args.id = store.resolve_id(args.id)  # a unique prefix stands for the whole id
