@@ -542,6 +542,7 @@ class MemoryStore:
         INVALID_CITATION for a bad citation.
         """
         cited = None if citations is None else self.sources.cite_all(citations)
+        given = {"title": title, "content": content}
         changes: dict[str, Any] = {}
         if title is not None:
             if not js_trim(title):
@@ -565,7 +566,11 @@ class MemoryStore:
                 )
             require_revision(current, base_revision)
             refuse_forgotten(current)
-            real = {k: v for k, v in changes.items() if getattr(current, k) != v}
+            # A field given exactly as it is stays as it is (the app's form passes every
+            # field): only a changed one is trimmed.
+            real = {
+                k: v for k, v in changes.items() if getattr(current, k) not in (v, given.get(k))
+            }
             gov = {}
             if cited is not None:
                 refs = with_citations(current.governance.sourceRefs, cited)
