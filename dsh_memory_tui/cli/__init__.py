@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dsh-memory`` with ``argv`` (default: the process's); returns the exit code."""
     parser = build_parser()
+    store: MemoryStore | None = None
+    said = ""
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -71,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
-        print(str(exc), file=sys.stderr)
+        said = str(exc)
+        print(said, file=sys.stderr)
         return 2 if exc.code == ErrorCode.USAGE else 1
     except KeyboardInterrupt:
         return 130
@@ -79,3 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except SystemExit as exc:  # argparse --help
         return int(exc.code or 0)
+    finally:  # a file too large to read is left out of every answer: said once, last
+        for why in store.unread_files() if store is not None else ():
+            if why not in said:
+                print(f"warning: {why}", file=sys.stderr)

@@ -180,6 +180,11 @@ class MemoryStore:
         counts = {f.path: self.view(f).quarantined_lines() for f in self.files(scope)}
         return {path: n for path, n in counts.items() if n}
 
+    def unread_files(self) -> list[str]:
+        """Why each file this store has read was not read (over ``jsonl.MAX_READ_BYTES``):
+        one sentence per file, for a warning; none of its records are shown or served."""
+        return [v.unread for v in self._views.values() if v.unread is not None]
+
     # ----------------------------------------------------------------- reading
 
     def records(

@@ -258,6 +258,8 @@ def _append_or_replace(
     """
     location = view.location
     data = b"".join(checked_line(r, location) for r in records)
+    if view.unread is not None:
+        raise StoreError(ErrorCode.STORE_TOO_LARGE, view.unread)
     if view.read_only:
         raise too_large(view, "is over 8 MiB and read-only; run `dsh-memory compact`")
     over = view.size + len(data) > MAX_STORE_BYTES
