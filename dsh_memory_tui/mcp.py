@@ -590,6 +590,8 @@ def serve(
         memory.settle()
     except StoreError as exc:
         log.warning("%s", exc)
+    for why in store.unread_files():  # served as the host serves it: none of it
+        print(f"warning: {why}", file=sys.stderr, flush=True)
     print(
         f"dsh-memory mcp: workspace {store.paths.workspace}, user {store.user_id}, session "
         f"{memory.session_id}{', shared-project included' if include_shared else ''}, "

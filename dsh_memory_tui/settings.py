@@ -43,13 +43,11 @@ def load_settings(home: Path) -> Settings:
     """
     path = settings_path(home)
     try:
-        got = read_file(path)
+        got = read_file(path, limit=MAX_SETTINGS_BYTES)  # anything larger is not ours
     except StoreError as exc:
         return Settings(problem=exc.message)
     if got is None:
         return Settings()
-    if len(got[1]) > MAX_SETTINGS_BYTES:
-        return Settings(problem=f"{path} is over {MAX_SETTINGS_BYTES:,} bytes: not ours")
     try:
         data = json.loads(got[1])
     except (ValueError, RecursionError):  # RecursionError: nested deeper than Python reads

@@ -12,6 +12,7 @@ and ``agents`` (auto-write, payload, audit, mcp). A new command goes in one of t
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -52,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     store: MemoryStore | None = None
     said = ""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # A lone surrogate (host-valid text: an id, a title) is printed as \udcff, never a
+        # UnicodeEncodeError after the command did its work; ``visible`` writes it so too.
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         args = parser.parse_args(argv)
         if args.command is None:

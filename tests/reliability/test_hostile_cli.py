@@ -42,7 +42,13 @@ def dsh(home: Path, workspace: Path, *args: str | bytes, env: dict[str, str] | N
         stdin=subprocess.DEVNULL,
         timeout=TIMEOUT_S,
         cwd=workspace,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
+        # Strict UTF-8 output, as in a UTF-8 locale (C.UTF-8 would write a surrogate's byte).
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONIOENCODING": "utf-8",
+            **(env or {}),
+        },
     )
 
 
@@ -103,6 +109,39 @@ def test_every_reading_command_prints_a_lone_surrogate_and_a_far_time_as_utf8(
     assert exported.returncode == 0, exported.stderr
     bundle = json.loads((tmp_path / "out.json").read_bytes())
     assert bundle["records"][0]["id"] == rid  # escaped in the file, as JSON.stringify writes
+
+
+WRITING = [
+    ["pin", "memory:odd:"],
+    ["unpin", "memory:odd:"],
+    ["edit", "memory:odd:", "--base-revision", "3", "--title", "Odd \udcff retitled"],
+    ["copy", "memory:odd:", "--to-scope", "user"],
+    ["archive", "memory:odd:"],
+    ["restore", "memory:odd:"],
+    ["compact"],
+    ["check", "--repair"],
+    ["forget", "memory:odd:"],
+]
+
+
+def test_every_writing_command_on_a_record_holding_a_lone_surrogate_ends_cleanly(
+    tmp_path: Path, figures: Figures
+) -> None:
+    """Pin, unpin, edit, copy, archive, restore, compact, check --repair and forget of the
+    record whose id, title, tag and content hold a lone surrogate: each exits 0 and prints
+    the id it wrote as ``\udcff`` (strict UTF-8 output: ``print`` raised after the write);
+    forget erases it (its line named the id escaped: it raised before)."""
+    store, rid = surrogate_store(tmp_path)
+    home, workspace = store.paths.home, store.paths.workspace
+    for args in WRITING:
+        done = dsh(home, workspace, *args)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, (args, done.stderr)
+        figures.add("commands")
+        if args[0] not in ("compact", "check"):
+            assert done.stdout.decode("utf-8").splitlines()[-1].startswith("memory:"), args
+    assert done.stdout.decode().splitlines()[-1] == "memory:odd:\\udcff"
+    data = (workspace / ".dsh" / "workspace-memory" / "records.jsonl").read_bytes()
+    assert b"Odd \\udcff" not in data and data.count(b"\n") == 1  # only the tombstone
 
 
 def test_a_payload_piped_sends_a_lone_surrogate_as_a_replacement_character(
