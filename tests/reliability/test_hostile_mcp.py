@@ -20,13 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 from conftest import REPO_ROOT
 from hostile_records import hostile_record, write_records
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from interop.corpus import make_case_dirs, validation_cases
 from test_mcp import call, client, read
 
 from dsh_memory_tui.agent_view import check_query, eligible
 from dsh_memory_tui.errors import StoreError
+from dsh_memory_tui.mcp import MemoryServer
 from dsh_memory_tui.mcp_stdio import refusal_for, writable_message
 from dsh_memory_tui.model import (
     Record,
@@ -35,11 +39,13 @@ from dsh_memory_tui.model import (
     content_hash,
     now_ms,
     parse_line,
+    utf8_len,
     well_formed,
 )
 from dsh_memory_tui.store import MemoryStore
 
 from .conftest import Figures
+from .harness import SOAK
 
 NOW = 1_700_000_000_000
 ANSWER_TIMEOUT_S = 60
@@ -184,6 +190,50 @@ async def test_every_request_over_every_record_shape_is_answered_and_serves_the_
         said = re.escape(well_formed(f"id: {record.id}")) + r" · \d+ lone surrogates? \("
         assert re.search(said, everything), record.id
     figures.add("records with a lone surrogate", len(surrogates))
+
+
+# A lone surrogate or two among the pieces, in any field the host lets hold one.
+ODD_TEXT = st.lists(st.sampled_from([*PIECES, "a", " ", "\U0001f600"]), min_size=1, max_size=6)
+
+
+@settings(
+    max_examples=60 if not SOAK else 1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(fields=st.lists(st.tuples(ODD_TEXT, ODD_TEXT, ODD_TEXT, ODD_TEXT), min_size=1, max_size=4))
+def test_random_odd_records_always_give_an_answer_the_sdk_can_write(
+    tmp_path_factory: pytest.TempPathFactory, figures: Figures, fields: list[Any]
+) -> None:
+    """Random verified records (controls, bidi, markup, lone surrogates and pairs in the id,
+    title, tag and content), through the server's own methods and the writer's guard: every
+    list, resource and search answer is text the SDK writes as it is (UTF-8; U+FFFD where a
+    surrogate was, said), of the size the budget counted, naming every record it sent."""
+    tmp = tmp_path_factory.mktemp("odd")
+    dirs = make_case_dirs(tmp)
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    lines = []
+    for n, (rid, title, tag, content) in enumerate(fields):
+        record = hostile_record(store, f"memory:{n}:{''.join(rid)}", f"T{''.join(title)}", "-")
+        record["tags"] = [f"g{''.join(tag)}"]
+        record["content"] = f"C{''.join(content)}"
+        record["contentHash"] = content_hash(record["content"])
+        record["governance"].update(verification="verified", verifiedAt=NOW, verifiedBy="user")
+        lines.append(record)
+    write_records(store, lines)
+    server = MemoryServer(MemoryStore.open(dirs.home, dirs.workspace, "alice"), "s1")
+    served = server.store.records(Scope.PROJECT)
+    answers = [server.list_records(), server.read_resource("memory://verified", None)]
+    answers += [server.search(q) for r in served if (q := queryable(r.title)) is not None]
+    for text in answers:
+        figures.add("answers checked")
+        answer = types.JSONRPCResponse(
+            jsonrpc="2.0", id=1, result={"content": [{"type": "text", "text": text}]}
+        )
+        assert writable_message(answer) is answer  # no guard needed: already writable
+        assert utf8_len(text) == len(text.encode())
+    for record in served:
+        assert well_formed(f"id: {record.id}") in answers[0]
 
 
 # ----------------------------------------------------------------------------- raw pipes
