@@ -122,7 +122,7 @@ def load_sdk() -> dict[str, Any]:
     """
     try:
         from mcp.server.mcpserver import Context, MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.server.mcpserver.exceptions import ResourceError, ToolError
         from mcp.types import ToolAnnotations
     except ImportError as exc:
         from importlib import metadata
@@ -136,6 +136,7 @@ def load_sdk() -> dict[str, Any]:
         "Context": Context,
         "MCPServer": MCPServer,
         "ToolError": ToolError,
+        "ResourceError": ResourceError,
         "ToolAnnotations": ToolAnnotations,
     }
 
@@ -353,6 +354,7 @@ def build_server(memory: MemoryServer) -> Any:
     """The ``MCPServer`` over ``memory``: three tools and the resources."""
     sdk = load_sdk()
     Context, MCPServer, ToolError = sdk["Context"], sdk["MCPServer"], sdk["ToolError"]
+    ResourceError = sdk["ResourceError"]
     ToolAnnotations = sdk["ToolAnnotations"]
 
     async def note_client(ctx: Any, call_next: Any) -> Any:
@@ -370,11 +372,20 @@ def build_server(memory: MemoryServer) -> Any:
         middleware=[note_client],
     )
 
-    def run(call: Callable[[], str]) -> str:
+    def run(call: Callable[[], str], error: type[Exception] = ToolError) -> str:
+        """``call()``'s answer; a failure is this request's error (``error``), never the
+        server's end: a StoreError in its own words, anything else (a bug) by its kind only,
+        the traceback on stderr (record text must not reach the agent through a message)."""
         try:
             return call()
         except StoreError as exc:
-            raise ToolError(str(exc)) from None
+            raise error(str(exc)) from None
+        except Exception as exc:
+            log.exception("internal error while answering a request")
+            raise error(
+                f"internal error ({type(exc).__name__}) while answering: a bug in dsh-memory, "
+                "its traceback is on the server's stderr; other requests are still answered"
+            ) from None
 
     def read_only(title: str) -> Any:
         return ToolAnnotations(title=title, read_only_hint=True, open_world_hint=False)
@@ -515,7 +526,7 @@ def build_server(memory: MemoryServer) -> Any:
         uri = RESOURCE_URI if scope is None else f"{RESOURCE_URI}/{scope.value}"
 
         def read() -> str:
-            return memory.read_resource(uri, scope)
+            return run(lambda: memory.read_resource(uri, scope), ResourceError)
 
         return read
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from conftest import REPO_ROOT
@@ -26,6 +27,8 @@ from hostile_records import hostile_record, write_records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from interop.corpus import make_case_dirs, validation_cases
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from test_mcp import call, client, read
 
 from dsh_memory_tui.agent_view import check_query, eligible
@@ -352,6 +355,68 @@ def test_a_request_that_cannot_be_decoded_gets_a_json_rpc_error_and_the_server_g
     finally:
         server.close()
     assert server.proc.returncode == 0
+
+
+# The real server, with one fault put where answers are made: a bug that raises on one record.
+_FAULTY_SERVER = """
+import sys
+from dsh_memory_tui import agent_view, cli
+
+plain = agent_view.render_record
+
+def render_record(record):
+    if record.title == "Boom":
+        raise RuntimeError("a bug met " + record.content)
+    return plain(record)
+
+agent_view.render_record = render_record
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+async def test_an_exception_while_answering_is_that_requests_error_and_the_server_goes_on(
+    tmp_path: Path, figures: Figures
+) -> None:
+    """A bug that raises while one record is rendered (injected in the real server process):
+    the list, the resource and the search that meet it each get an error naming only the
+    exception's kind (never the record's text), and a search that does not meet it is
+    answered, before and after."""
+    home, workspace = tmp_path / "home", tmp_path / "workspace"
+    workspace.mkdir()
+    store = MemoryStore.open(home, workspace, "alice")
+    for title, content in (("Boom", "secret text"), ("Port", "The dev server listens on 8080")):
+        store.verify(store.create("project", "fact", title, content).id)
+    argv = ["--home", str(home), "--workspace", str(workspace), "--user", "alice", "mcp"]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", _FAULTY_SERVER, *argv],
+        env={"PYTHONPATH": str(REPO_ROOT)},
+        cwd=str(workspace),
+    )
+    with open(tmp_path / "server-stderr.log", "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read_stream, write_stream),
+            ClientSession(read_stream, write_stream) as session,
+        ):
+            with anyio.fail_after(ANSWER_TIMEOUT_S):
+                await session.initialize()
+            error, text = await call(session, "workspace_memory_search", query="dev server")
+            assert not error and "## Port" in text
+            for tool, arguments in (
+                ("workspace_memory_list", {}),
+                ("workspace_memory_search", {"query": "boom"}),
+            ):
+                error, text = await call(session, tool, **arguments)
+                assert error and "internal error (RuntimeError)" in text, text
+                assert "secret" not in text
+                figures.add("requests failed alone")
+            with pytest.raises(MCPError) as failed:
+                await read(session, "memory://verified")
+            assert "internal error (RuntimeError)" in str(failed.value)
+            error, text = await call(session, "workspace_memory_search", query="dev server")
+            assert not error and "## Port" in text
+            figures.add("requests answered after them")
+    assert "Traceback" in (tmp_path / "server-stderr.log").read_text()
 
 
 # ----------------------------------------------------------------------------- the guards
