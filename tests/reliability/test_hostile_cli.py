@@ -292,3 +292,22 @@ def test_a_theme_file_nested_too_deep_is_ignored_with_a_warning(
     app = MemoryApp(MemoryStore.open(home, workspace, "alice"), watch=False)
     assert apply_theme(app, home, None) == "textual-dark"
     assert "warning: the saved theme is ignored" in capsys.readouterr().err
+
+
+def test_the_merge_driver_installs_for_a_workspace_whose_path_is_not_utf8(
+    tmp_path: Path,
+) -> None:
+    """``git install``, ``status`` and ``uninstall`` in a workspace at ``w\\xff`` inside a git
+    repository: each exits 0 (install raised writing .gitattributes), the pattern holds the
+    path's own bytes, and git applies it."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=TIMEOUT_S)
+    workspace = tmp_path / os.fsdecode(b"w\xff")
+    workspace.mkdir()
+    for action in ("install", "status"):
+        done = dsh(tmp_path / "home", workspace, "git", action)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, (action, done.stderr)
+    assert b"w\xff/.dsh/workspace-memory/shared.jsonl" in (tmp_path / ".gitattributes").read_bytes()
+    assert b"git merges shared.jsonl by record id" in done.stdout
+    done = dsh(tmp_path / "home", workspace, "git", "uninstall")
+    assert done.returncode == 0, done.stderr
+    assert b"w\xff" not in (tmp_path / ".gitattributes").read_bytes()
