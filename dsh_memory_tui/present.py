@@ -173,16 +173,15 @@ def hidden_characters(*texts: str, multiline: bool = False) -> int:
     return sum(len(pattern.findall(t)) for t in texts)
 
 
+# Runs of them (a class repeated: ``re`` reads each character once).
+_ONE_LINE_RUNS = re.compile(_ONE_LINE.pattern + "+")
+_MULTILINE_RUNS = re.compile(_MULTILINE.pattern + "+")
+
+
 def hidden_spans(text: str, *, multiline: bool = False) -> list[tuple[int, int]]:
     """Where in ``text`` the characters ``visible`` would replace are: (start, end) of each
     run of them (the ``invisible`` risk flag's spans)."""
-    spans: list[tuple[int, int]] = []
-    for match in (_MULTILINE if multiline else _ONE_LINE).finditer(text):
-        if spans and spans[-1][1] == match.start():
-            spans[-1] = (spans[-1][0], match.end())
-        else:
-            spans.append(match.span())
-    return spans
+    return [m.span() for m in (_MULTILINE_RUNS if multiline else _ONE_LINE_RUNS).finditer(text)]
 
 
 def record_hidden_characters(record: Record) -> int:
