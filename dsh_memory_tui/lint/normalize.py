@@ -231,8 +231,10 @@ def normalize(text: str) -> Normalized:
         orig.append(o)
         norm.append(n)
         plain.append(same)
-        n += len(chunk) if same else len(
-            (_CONTINUED.sub("", chunk) if joined else chunk).translate(folds)
+        n += (
+            len(chunk)
+            if same
+            else len((_CONTINUED.sub("", chunk) if joined else chunk).translate(folds))
         )
         o = end
     return Normalized(normalized, text, resized, joined, orig, norm, plain)
