@@ -5,6 +5,7 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -178,10 +179,13 @@ _ONE_LINE_RUNS = re.compile(_ONE_LINE.pattern + "+")
 _MULTILINE_RUNS = re.compile(_MULTILINE.pattern + "+")
 
 
-def hidden_spans(text: str, *, multiline: bool = False) -> list[tuple[int, int]]:
+def hidden_spans(
+    text: str, *, multiline: bool = False, limit: int | None = None
+) -> list[tuple[int, int]]:
     """Where in ``text`` the characters ``visible`` would replace are: (start, end) of each
-    run of them (the ``invisible`` risk flag's spans)."""
-    return [m.span() for m in (_MULTILINE_RUNS if multiline else _ONE_LINE_RUNS).finditer(text)]
+    run of them (the ``invisible`` risk flag's spans), the first ``limit`` runs (all: None)."""
+    runs = (_MULTILINE_RUNS if multiline else _ONE_LINE_RUNS).finditer(text)
+    return [m.span() for m in itertools.islice(runs, limit)]
 
 
 def record_hidden_characters(record: Record) -> int:

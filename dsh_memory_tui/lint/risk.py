@@ -92,7 +92,7 @@ def text_flags(text: str, field: str, *, multiline: bool = True) -> list[Flag]:
                 continue
             reach = end
             out.append(Flag(kind, field, start, end, what))
-    hidden = hidden_spans(text, multiline=multiline)
+    hidden = hidden_spans(text, multiline=multiline, limit=MAX_FOUND + 1)
     for start, end in hidden[:MAX_FOUND]:
         out.append(Flag("invisible", field, start, end, "hidden characters"))
     if len(hidden) > MAX_FOUND:
