@@ -112,11 +112,39 @@ def flag_lines(record: Record, found: Iterable[lint.Flag]) -> list[tuple[str, st
 @dataclass(frozen=True, slots=True)
 class RecordEvidence:
     """What the detail pane shows of one record's evidence: its flagged lines
-    (``flag_lines``) and its near-duplicates with their scores."""
+    (``flag_lines``), its near-duplicates with their scores, and the spans of its title and
+    content flagged ``secret`` (masked wherever the pane shows them)."""
 
     flags: tuple[tuple[str, str, str], ...] = ()
     near: tuple[tuple[Record, float], ...] = ()
+    secret_title: tuple[tuple[int, int], ...] = ()
+    secret_content: tuple[tuple[int, int], ...] = ()
+
+    @classmethod
+    def of(
+        cls, record: Record, found: Iterable[lint.Flag], near: tuple[tuple[Record, float], ...]
+    ) -> RecordEvidence:
+        found = tuple(found)
+        return cls(
+            tuple(flag_lines(record, found)),
+            near,
+            tuple(lint.secret_spans(found, "title")),
+            tuple(lint.secret_spans(found, "content")),
+        )
+
+    def title(self, record: Record) -> str:
+        """``record``'s title as the pane shows it: its secrets masked (``lint.masked``)."""
+        return lint.masked(record.title, self.secret_title)
+
+    def content(self, record: Record) -> str:
+        """``record``'s content as the pane shows it: its secrets masked."""
+        return lint.masked(record.content, self.secret_content)
 
     @property
     def key(self) -> tuple[object, ...]:
-        return (self.flags, tuple((r.id, r.governance.revision, s) for r, s in self.near))
+        return (
+            self.flags,
+            tuple((r.id, r.governance.revision, s) for r, s in self.near),
+            self.secret_title,
+            self.secret_content,
+        )

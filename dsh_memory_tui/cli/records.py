@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..model import records_json
+from .. import lint
+from ..model import Record, records_json
 from ..present import json_for_terminal, record_facts, visible
 from ..store import MemoryStore
 from ..usage import UsageError
@@ -47,6 +48,7 @@ def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     "one record",
     record_id("id"),
     arg("--history", action="store_true", help="every revision still in the file"),
+    arg("--reveal", action="store_true", help="print a flagged secret whole (masked otherwise)"),
     arg("--json", action="store_true"),
 )
 def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -66,8 +68,30 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
         by = clone_names(store, [record])
         if by is not None:
             facts.append(("written by", visible(by(record)) + " (another clone of this project)"))
+        if not args.reveal:
+            found = lint.record_flags(record)
+            secrets = sum(f.kind == "secret" for f in found)
+            if secrets:
+                facts.append(("secrets", f"{secrets} flagged, shown masked (show --reveal)"))
+            record = _masked(record)
+            history = None if history is None else [_masked(r) for r in history]
         print_record(record, history, sys.stdout, facts)
     return 0
+
+
+def _masked(record: Record) -> Record:
+    """``record`` as ``show`` prints it: each flagged secret of its title and content as its
+    first four characters and "…" (``lint.masked``)."""
+    found = lint.record_flags(record)
+    title, content = lint.secret_spans(found, "title"), lint.secret_spans(found, "content")
+    if not title and not content:
+        return record
+    return record.model_copy(
+        update={
+            "title": lint.masked(record.title, title),
+            "content": lint.masked(record.content, content),
+        }
+    )
 
 
 _NEW_RECORD = (

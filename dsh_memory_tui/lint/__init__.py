@@ -40,6 +40,7 @@ from .risk import (
     masked,
     matches_filter,
     record_flags,
+    secret_spans,
     text_flags,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "matches_filter",
     "record_flags",
     "report",
+    "secret_spans",
     "similarity",
     "text_flags",
     "tokens",

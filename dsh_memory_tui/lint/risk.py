@@ -134,19 +134,23 @@ def matches_filter(found: Iterable[Flag], kind: str) -> bool:
     return bool(found) if kind == "any" else any(f.kind == kind for f in found)
 
 
-def masked(text: str, found: Iterable[Flag], field: str) -> str:
-    """``text`` (a record's ``field``) with each ``secret`` span of ``found`` shown as its first
-    four characters and "…": what the detail pane and ``show`` print, so a flagged secret is
-    recognisable and never repeated."""
-    spans = sorted((f.start, f.end) for f in found if f.kind == "secret" and f.field == field)
-    if not spans:
-        return text
+def secret_spans(found: Iterable[Flag], field: str) -> list[tuple[int, int]]:
+    """The spans of ``field`` that ``found`` flags as ``secret``, in order."""
+    return sorted((f.start, f.end) for f in found if f.kind == "secret" and f.field == field)
+
+
+def masked(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each span (``secret_spans``) shown as its first four characters and "…":
+    what the detail pane and ``show`` print, so a flagged secret is recognisable and never
+    repeated."""
     pieces: list[str] = []
     done = 0
-    for start, end in spans:
+    for start, end in sorted(spans):
         if start < done:
             continue
         pieces += [text[done:start], text[start : min(end, start + 4)], "…"]
         done = end
+    if not pieces:
+        return text
     pieces.append(text[done:])
     return "".join(pieces)

@@ -299,7 +299,13 @@ class DetailPane(ScrollView):
         hidden = record_hidden_characters(record)
         if hidden:
             warnings.append(f"⚠ This record {hidden_warning(hidden)}.")
-        content = record.content
+        content = self._evidence.content(record)  # a flagged secret is never drawn whole
+        secrets = len(self._evidence.secret_title) + len(self._evidence.secret_content)
+        if secrets:
+            warnings.append(
+                f"⚠ {secrets} flagged secret{'s' if secrets != 1 else ''} shown masked"
+                " (its first four characters, then …)."
+            )
         if self.raw:
             heading = "Content: raw text (m: as Markdown)"
         else:
@@ -313,7 +319,7 @@ class DetailPane(ScrollView):
             heading = "Content: Markdown (m: raw text)"
         parts += [Text(w, style=_WARNING) for w in warnings]
         parts += [
-            Text(visible(record.title) or "(forgotten)", style=_BOLD),
+            Text(visible(self._evidence.title(record)) or "(forgotten)", style=_BOLD),
             Text(""),
             Text(heading, style=_HEADING),
         ]
@@ -322,7 +328,7 @@ class DetailPane(ScrollView):
         else:
             parts.append(_Guttered(markdown))
             if left_out:
-                size = len(content.encode("utf-8", "surrogatepass")) / 1024
+                size = len(record.content.encode("utf-8", "surrogatepass")) / 1024
                 parts.append(
                     Text(
                         f"… {left_out} more line{'s' if left_out != 1 else ''} of content not"
@@ -440,7 +446,8 @@ class DetailPane(ScrollView):
             elif part is _RAW:
                 flush()
                 assert self._record is not None
-                blocks.append(_RawLines(self._record.content, width, self.rich_style))
+                content = self._evidence.content(self._record)
+                blocks.append(_RawLines(content, width, self.rich_style))
             else:
                 pending.append(part)
         flush()
