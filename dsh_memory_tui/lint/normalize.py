@@ -142,9 +142,11 @@ def _fold(char: str) -> str:
         return chr(code - 0xE0000) if 0xE0020 <= code <= 0xE007E else ""
     if char.isascii():
         return char
+    alikes = _look_alikes()
+    if char in alikes:  # before NFKC, which turns some into other letters (lunate sigma)
+        return alikes[char]
     bare = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
     folded = unicodedata.normalize("NFKC", bare) if bare else ""
-    alikes = _look_alikes()
     return "".join(alikes.get(c, c) for c in folded)
 
 

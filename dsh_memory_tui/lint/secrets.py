@@ -41,9 +41,19 @@ _scanner_lock = threading.Lock()
 
 
 def rule_cache() -> Path:
-    """Where the compiled provider rules are kept: the user's cache directory, shared by every
-    process and every dsh home of the user (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """Where the compiled provider rules are kept: the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``.cache`` in the account's home directory, whatever ``$HOME``
+    says), shared by every process and every dsh home of the user: only the first load ever
+    compiles them."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):  # no account database (Windows, a bare container)
+            home = str(Path.home())
+        base = os.path.join(home, ".cache")
     return Path(base) / "dsh-memory-tui" / "secret-rules"
 
 
