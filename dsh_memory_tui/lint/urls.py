@@ -12,6 +12,9 @@ _URL = Pattern(
 )
 
 
+_LONGEST_HOST = 253
+
+
 def urls(text: str) -> Iterator[tuple[int, int, str]]:
     if "://" not in text and "www." not in text:
         return
@@ -21,4 +24,6 @@ def urls(text: str) -> Iterator[tuple[int, int, str]]:
             host = urlsplit(url if "://" in url else "http://" + url).hostname or url
         except ValueError:
             host = url
+        if len(host) > _LONGEST_HOST:  # a name, not the text: DNS allows 253 characters
+            host = host[:_LONGEST_HOST] + "…"
         yield start, start + len(url), host
