@@ -66,7 +66,16 @@ def emails(text: str) -> Iterator[tuple[int, int, str]]:
             yield start, end, "e-mail address"
 
 
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _digits(text: str) -> int:
+    return len(text) - len(text.translate(_DIGITS))
+
+
 def cards(text: str) -> Iterator[tuple[int, int, str]]:
+    if _digits(text) < 13:
+        return
     for start, end in _CARD.spans(text, 1):
         digits = text[start:end].replace(" ", "").replace("-", "")
         if (
@@ -79,12 +88,16 @@ def cards(text: str) -> Iterator[tuple[int, int, str]]:
 
 
 def phones(text: str) -> Iterator[tuple[int, int, str]]:
+    if _digits(text) < 7:
+        return
     for start, end in _PHONE.spans(text, 1):
         if _ends_clean(text, end):
             yield start, end, "phone number"
 
 
 def ibans(text: str) -> Iterator[tuple[int, int, str]]:
+    if _digits(text) < 2:
+        return
     for start, end in _IBAN.spans(text, 1):
         if iban_ok(text[start:end]):
             yield start, end, "IBAN (check digits pass)"

@@ -58,37 +58,30 @@ def _finders(text: str) -> Iterator[tuple[str, Iterator[Found]]]:
     yield "url", urls.urls(text)
 
 
-def _bounded(found: Iterator[Found], size: int) -> Iterator[Found]:
-    """``found`` up to ``MAX_FOUND`` findings or its detector's budget; then one finding from
-    where it stopped to the end of the text."""
-    count = 0
-    try:
-        for item in found:
-            if count == MAX_FOUND:
-                yield item[0], size, NOT_EXAMINED
-                return
-            count += 1
-            yield item
-    except TooMany as cut:
-        yield cut.start, size, NOT_EXAMINED
-
-
 def text_flags(text: str, field: str, *, multiline: bool = True) -> list[Flag]:
     """The flags of one field's text, in ``FLAG_KINDS`` order then by position; of spans of
     one kind that overlap, the first (the longest of those starting together; of equal ones,
     the first detector's) is named."""
     normal = normalize(text)
+    size = len(normal.text)
     found: dict[str, list[Found]] = {kind: [] for kind in FLAG_KINDS}
     for kind, finder in _finders(normal.text):
-        for start, end, what in _bounded(finder, len(normal.text)):
-            start, end = normal.original(start, end)
-            if start < end:
-                found[kind].append((start, end, what))
+        spans = found[kind]
+        count = 0
+        try:
+            for start, end, what in finder:
+                if count == MAX_FOUND:  # the rest of the text is one flag
+                    spans.append((*normal.original(start, size), NOT_EXAMINED))
+                    break
+                count += 1
+                spans.append((*normal.original(start, end), what))
+        except TooMany as cut:  # the detector's budget is spent: the same
+            spans.append((*normal.original(cut.start, size), NOT_EXAMINED))
     out: list[Flag] = []
     for kind in FLAG_KINDS[:-1]:
         reach = -1  # spans come sorted by start: one overlaps a kept one iff it starts before
         for start, end, what in sorted(found[kind], key=lambda f: (f[0], f[0] - f[1])):
-            if start < reach:
+            if start < reach or start >= end:
                 continue
             reach = end
             out.append(Flag(kind, field, start, end, what))

@@ -141,7 +141,7 @@ _DIGITS = str.maketrans("", "", "0123456789")
 
 def aws_keys(text: str) -> Iterator[tuple[int, int, str]]:
     """AWS access key ids, and a 40-character secret access key near one."""
-    if "A" not in text:
+    if not any(prefix in text for prefix in ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")):
         return
     reach = 0  # where the last look for a secret ended: each character is looked at once
     for start, end in _AWS_KEY_ID.spans(text, 1):
