@@ -13,6 +13,7 @@ from app.helpers import SIZE, make_app, wait_for
 from conftest import run_cli
 
 from dsh_memory_tui import lint
+from dsh_memory_tui.app.evidence import flag_lines
 from dsh_memory_tui.model import SourceRef
 from dsh_memory_tui.store import MemoryStore
 
@@ -45,6 +46,16 @@ def test_a_secret_hidden_by_a_zero_width_character_is_masked_whole():
     assert lint.masked(text, lint.secret_spans(found, "content")) == "token ghp_… here"
 
 
+def test_a_flag_line_masks_every_secret_around_its_span_too():
+    key_id, secret = "AKIAQYLPMN5HHHFPZAM2", "1tUm636uS1yOEcfP5pvfqJ/ml36mF7AkyHsEU0IU"
+    text = f"Key id {key_id}, secret {secret}.\nUse postgres://admin:Tr0ub4dor@db.example/x now"
+    record = type("R", (), {"title": "t", "content": text})()
+    lines = ["".join(parts) for parts in flag_lines(record, lint.flags("t", text))]
+    assert len(lines) == 4  # key id, secret, URL password; the link
+    for line in lines:
+        assert key_id not in line and secret not in line and "Tr0ub4dor" not in line
+
+
 def test_show_masks_a_flagged_secret_and_says_so(dirs):
     rid = proposed(dirs)
     out = run_cli(*dirs, "show", rid).stdout
@@ -75,14 +86,17 @@ def test_show_json_is_the_exact_record(dirs):
 
 async def test_the_detail_pane_masks_the_secret_in_the_content_as_markdown_and_raw(dirs):
     rid = proposed(dirs)
+    store = MemoryStore.open(*dirs, "alice")
+    store.propose("project", "fact", "Export credential", CONTENT + " Weekly.", source_refs=REFS)
     app = make_app(*dirs)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.evidence.generation > 0, what="the evidence worker")
         pane = app.pane("review")
         pane.table.move_cursor_to_key(rid)
         await wait_for(pilot, lambda: "Risk flags" in pane.detail.text, what="risk flags")
+        await wait_for(pilot, lambda: "Near-duplicates" in pane.detail.text, what="near-dups")
         text = pane.detail.text
-        assert KEY not in text and TOKEN not in text
+        assert KEY not in text and TOKEN not in text  # in the content, flags and the diff
         assert "The export job uses AKIA…." in text
         assert "2 flagged secrets shown masked" in text
         await pilot.press("m")

@@ -369,15 +369,16 @@ class DetailPane(ScrollView):
                 Text(""),
                 Text("Near-duplicates (K compares, keeps or merges)", style=_HEADING),
             ]
-            for other, score in evidence.near:
+            shown = evidence.near_shown or tuple((o.title, o.content) for o, _ in evidence.near)
+            for (other, score), (title, content) in zip(evidence.near, shown, strict=True):
                 parts.append(
                     Text(
-                        f"{score:.0%} alike: “{visible(other.title)}” · {other.scope.value} · "
+                        f"{score:.0%} alike: “{visible(title)}” · {other.scope.value} · "
                         f"{other.governance.verification.value} · {visible(other.id)}",
                         style=_BOLD,
                     )
                 )
-                parts.append(diff_text(record.content, other.content))
+                parts.append(diff_text(evidence.content(record), content))
         return parts
 
     def show_note(self, title: str, lines: Sequence[str]) -> None:
