@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import lint
-from ..model import Record, records_json
+from ..model import records_json
 from ..present import json_for_terminal, record_facts, visible
 from ..store import MemoryStore
 from ..usage import UsageError
@@ -73,25 +73,10 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
             secrets = sum(f.kind == "secret" for f in found)
             if secrets:
                 facts.append(("secrets", f"{secrets} flagged, shown masked (show --reveal)"))
-            record = _masked(record)
-            history = None if history is None else [_masked(r) for r in history]
+            record = lint.masked_record(record)
+            history = None if history is None else [lint.masked_record(r) for r in history]
         print_record(record, history, sys.stdout, facts)
     return 0
-
-
-def _masked(record: Record) -> Record:
-    """``record`` as ``show`` prints it: each flagged secret of its title and content as its
-    first four characters and "…" (``lint.masked``)."""
-    found = lint.record_flags(record)
-    title, content = lint.secret_spans(found, "title"), lint.secret_spans(found, "content")
-    if not title and not content:
-        return record
-    return record.model_copy(
-        update={
-            "title": lint.masked(record.title, title),
-            "content": lint.masked(record.content, content),
-        }
-    )
 
 
 _NEW_RECORD = (

@@ -147,3 +147,15 @@ def masked(text: str, spans: Iterable[tuple[int, int]]) -> str:
         return text
     pieces.append(text[done:])
     return "".join(pieces)
+
+
+def masked_record(record: Record) -> Record:
+    """``record`` as a person reads it: each flagged secret of its title and content masked
+    (``masked``); the record itself when it has none. Never stored."""
+    found = record_flags(record)
+    title, content = secret_spans(found, "title"), secret_spans(found, "content")
+    if not title and not content:
+        return record
+    return record.model_copy(
+        update={"title": masked(record.title, title), "content": masked(record.content, content)}
+    )

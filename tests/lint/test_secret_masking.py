@@ -1,7 +1,7 @@
 """A flagged secret is never printed whole where a person reads a record: the app's detail pane
-(its Markdown view and its raw view) and ``dsh-memory show`` (the content, the title and the
-history) show its first four characters and "…"; ``show --reveal`` prints it as stored and
-``show --json`` stays the exact record."""
+(its Markdown and raw views, its flag lines, near-duplicates and history) and ``dsh-memory
+show`` (the content, the title and the history) show its first four characters and "…";
+``show --reveal`` prints it as stored and ``show --json`` stays the exact record."""
 
 from __future__ import annotations
 
@@ -88,6 +88,7 @@ async def test_the_detail_pane_masks_the_secret_in_the_content_as_markdown_and_r
     rid = proposed(dirs)
     store = MemoryStore.open(*dirs, "alice")
     store.propose("project", "fact", "Export credential", CONTENT + " Weekly.", source_refs=REFS)
+    store.edit(rid, base_revision=1, content=f"Old key {KEY}.\n\n" + CONTENT)  # a history
     app = make_app(*dirs)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.evidence.generation > 0, what="the evidence worker")
@@ -96,9 +97,10 @@ async def test_the_detail_pane_masks_the_secret_in_the_content_as_markdown_and_r
         await wait_for(pilot, lambda: "Risk flags" in pane.detail.text, what="risk flags")
         await wait_for(pilot, lambda: "Near-duplicates" in pane.detail.text, what="near-dups")
         text = pane.detail.text
-        assert KEY not in text and TOKEN not in text  # in the content, flags and the diff
+        assert "History" in text
+        assert KEY not in text and TOKEN not in text  # content, flags, near-dups, history
         assert "The export job uses AKIA…." in text
-        assert "2 flagged secrets shown masked" in text
+        assert "3 flagged secrets shown masked" in text
         await pilot.press("m")
         await wait_for(pilot, lambda: "raw text (m: as Markdown)" in pane.detail.text, what="raw")
         text = pane.detail.text

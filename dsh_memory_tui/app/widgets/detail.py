@@ -28,6 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
+from ... import lint
 from ...model import Record, now_ms
 from ...present import (
     ADDED,
@@ -348,7 +349,7 @@ class DetailPane(ScrollView):
         parts += [
             Text(""),
             Text("History", style=_HEADING),
-            history_text(self._history),
+            history_text([lint.masked_record(r) for r in self._history]),  # secrets masked
         ]
         return parts
 
