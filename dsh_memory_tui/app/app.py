@@ -40,7 +40,7 @@ from ..review import (
 )
 from ..store import FileView, MemoryStore
 from ..store.preview import PREVIEW_FROM_BYTES, newest_records, total_bytes
-from .actions import ACTION_NAMES, ACTIONS, Refusal
+from .actions import ACTION_NAMES, ACTIONS, Refusal, Shown
 from .evidence import Evidence, RecordEvidence
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
@@ -686,7 +686,7 @@ class MemoryApp(StoreWorkers):
             yield from screen.commands()
         else:  # over a dialog: listed, and run on the main screen when chosen
             for k in ACTIONS:
-                if k.action not in ("quit", "help"):
+                if Shown.PALETTE in k.shown_in:
                     yield SystemCommand(
                         f"{k.label} ({k.shown})",
                         f"dsh-memory: {k.help}",
