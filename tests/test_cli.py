@@ -98,13 +98,13 @@ def lock_held_elsewhere(lock_path: Path) -> Iterator[None]:
     )
     try:
         assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
         assert ready and proc.stdout.readline().strip() == "locked"
         yield
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
-        proc.wait(20)
+        proc.wait(120)
     assert not lock_path.exists()
 
 
