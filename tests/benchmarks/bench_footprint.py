@@ -188,7 +188,7 @@ def main() -> None:
         if args.breakdown:
             breakdown(tmp)
             return
-        table = Table("Memory", "python tests/benchmarks/bench_footprint.py")
+        table = Table("Memory", "python tests/benchmarks/bench_footprint.py", timed=False)
         table.begin()
         measure(table, tmp, args.pairs, args.peers)
         table.end(args.markdown)

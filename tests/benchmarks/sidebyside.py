@@ -116,6 +116,7 @@ class Table:
 
     title: str
     command: str
+    timed: bool = True  # times move with the machine's load; memory does not
     rows: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)
 
@@ -146,7 +147,7 @@ class Table:
         lines = [
             f"**{self.title}** (`{self.command}`; {datetime.date.today().isoformat()}; "
             f"{self.loads[0]} at the start, {self.loads[-1].split(' on ')[0]} at the end"
-            f"{loaded if self._loaded() else ''})",
+            f"{loaded if self.timed and self._loaded() else ''})",
             "",
             "| " + " | ".join((*headers, "met")) + " |",
             "|" + "---|" * (len(headers) + 1),
