@@ -9,10 +9,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
+from .host_rules import Origin, Scope, Status, Verification
 from .js_json import dumps_js
-from .model import Origin, Record, Scope, Status, Verification, is_expired
-from .sources import Check, needs_checking
+
+if TYPE_CHECKING:  # words need no pydantic: `dsh-memory --help` imports this module
+    from .record import Record
+    from .sources import Check
 
 SHORT_ORIGIN = {
     Origin.USER_AUTHORED: "user",
@@ -249,7 +253,11 @@ def expired_at(record: Record, now: int) -> bool:
     if g.expiresAt is None or g.expiresAt > now:
         return False
     # The current record is the stale view of the expired line; the line itself says verified.
-    return g.verification is Verification.STALE or is_expired(record, now)
+    if g.verification is Verification.STALE:
+        return True
+    from .record import is_expired  # loaded with the record this is asked of
+
+    return is_expired(record, now)
 
 
 # Table markers (one cell each): pinned, expired, in an open conflict group.
@@ -387,7 +395,7 @@ def record_facts(
         ("tags", tags_text(record.tags)),
         ("provenance", prov),
         ("sourceRefs", ", ".join(f"{s.kind}:{s.id}" for s in g.sourceRefs) or "(none)"),
-        *citation_facts(citations, needs_checking(record) and any(c.broken for c in citations)),
+        *citation_facts(citations, bool(citations) and _needs_review(record, citations)),
         ("created", when(record.createdAt)),
         ("updated", when(record.updatedAt)),
     ]
@@ -404,6 +412,12 @@ def record_facts(
 def facts_text(rows: Iterable[tuple[str, str]]) -> str:
     """``record_facts`` as plain text lines, ``name:`` padded (``dsh-memory show``)."""
     return "\n".join(f"{name + ':':<14}{value}" for name, value in rows)
+
+
+def _needs_review(record: Record, citations: Sequence[Check]) -> bool:
+    from .sources import needs_checking  # loaded with the citations checked
+
+    return needs_checking(record) and any(c.broken for c in citations)
 
 
 def describe_changes(old: Record | None, new: Record) -> list[str]:

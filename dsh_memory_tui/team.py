@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import git
 from .errors import ErrorCode, StoreError
 from .governance import is_erased
 from .governance import tombstone as erase
@@ -76,6 +75,7 @@ class CloneNames:
 
 
 def _first_author(workspace: Path, shared: Path, scope_key: str) -> str | None:
+    from . import git  # loaded only by git's set-up and history, not a merge
     done = git.text(
         workspace, "log", "--format=%an", "-S", f'"scopeKey":"{scope_key}"', "--", str(shared)
     )
@@ -504,6 +504,7 @@ def driver_command() -> str:
 
 
 def _repository(workspace: Path) -> Path | None:
+    from . import git  # loaded only by git's set-up and history, not a merge
     return git.toplevel(workspace)
 
 
@@ -513,6 +514,7 @@ def _attribute_line(top: Path, workspace: Path) -> str:
 
 
 def status(workspace: Path) -> GitStatus:
+    from . import git  # loaded only by git's set-up and history, not a merge
     top = _repository(workspace)
     if top is None:
         return GitStatus(None, False, None, False)
@@ -535,6 +537,7 @@ def install(workspace: Path) -> GitStatus:
     (added once) and ``merge.dsh-memory.*`` in its config. ``GIT_FAILED`` outside a
     repository.
     """
+    from . import git  # loaded only by git's set-up and history, not a merge
     top = _repository(workspace)
     if top is None:
         raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
@@ -551,6 +554,7 @@ def install(workspace: Path) -> GitStatus:
 
 def uninstall(workspace: Path) -> GitStatus:
     """Undo ``install``: our line out of ``.gitattributes``, our section out of the config."""
+    from . import git  # loaded only by git's set-up and history, not a merge
     top = _repository(workspace)
     if top is None:
         raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import ErrorCode, StoreError
-from ..store import MemoryStore
 from ..usage import UsageError, UsageParser
 from . import agents, files, records, review
 from .command import COMMANDS, CommandParser, add_globals
@@ -62,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         declared = COMMANDS[args.command]
         if declared.check is not None:
             declared.check(args)
+        from ..store import MemoryStore  # here: `--version` and `--help` never load the store
+
         store = MemoryStore.open(args.home, args.workspace, args.user)
         declared.resolve_ids(store, args)  # a unique prefix stands for the whole id
         return declared.run(store, args)

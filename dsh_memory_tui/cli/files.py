@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import StoreError
-from ..model import Scope
+from ..host_rules import Scope
 from ..present import visible
-from ..store import MemoryStore
 from .command import SESSION, YES_SHARED, arg, command, scope_type, session_of
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 
 @command(

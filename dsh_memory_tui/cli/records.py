@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from ..model import records_json
 from ..present import json_for_terminal, record_facts, visible
-from ..store import MemoryStore
 from ..usage import UsageError
 from .command import (
     RECORD_TYPES,
@@ -23,6 +22,9 @@ from .command import (
 )
 from .printing import clone_names, dump, print_record, print_records, written
 
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
 
 @command(
     "list",
@@ -35,6 +37,8 @@ from .printing import clone_names, dump, print_record, print_records, written
 def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     records = store.records(args.scope, session=session_of(args), include_inactive=args.all)
     if args.json:
+        from ..model import records_json  # loaded with the records
+
         # What dump prints, serialized in Rust.
         sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
     else:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import team
 from ..errors import ErrorCode, StoreError
 from ..governance import tombstone_content, tombstone_title
 from ..js_json import decode_js, loads_js
@@ -400,6 +399,8 @@ def _check_team(view: FileView, repair: Repairs | None, report: CheckReport) -> 
     a record's newest revision decided two ways. ``repair`` merges the marked sides by record
     id (``team.merge``) and appends each divergence's resolution.
     """
+    from .. import team  # git's side of a shared file: only a check of one loads it
+
     path = view.path
     got = read_file(path)
     data = got[1] if got else b""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ErrorCode, StoreError
 from ..governance import (
@@ -45,7 +45,6 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
-from ..sources import Citation, Sources, snapshots_dir, with_citations
 from . import maintenance, transitions, writer
 from .view import FileChange, FileView
 from .writer import CompactResult, Rewrite
@@ -53,8 +52,11 @@ from .writer import CompactResult, Rewrite
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
 T = TypeVar("T")
+if TYPE_CHECKING:  # citations load with the first record that has some (or asks for them)
+    from ..sources import Citation, Sources
+
 # Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
-Cites = Iterable[str | Citation]
+Cites = Iterable["str | Citation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +119,17 @@ class MemoryStore:
         """The workspace's citations (``sources.Sources``), their snapshots under the home."""
         got = self.__dict__.get("_sources")
         if got is None:
+            from ..sources import Sources, snapshots_dir
+
             snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
             got = self.__dict__["_sources"] = Sources(self.paths.workspace, snaps)
         return got
+
+    def _cite(self, citations: Cites) -> list[SourceRef]:
+        """``sources.cite_all`` of ``citations`` (none: nothing loaded, ``[]``)."""
+        if isinstance(citations, Collection) and not citations:
+            return []
+        return self.sources.cite_all(citations)
 
     # ----------------------------------------------------------------- files and views
 
@@ -479,7 +489,7 @@ class MemoryStore:
             session,
             provenance,
             Origin.USER_AUTHORED,
-            self.sources.cite_all(citations),
+            self._cite(citations),
             confirm_shared,
         )
 
@@ -502,7 +512,7 @@ class MemoryStore:
         Without ``source_refs`` or ``citations`` and outside a session, INVALID_RECORD (the
         host needs one). INVALID_CITATION for a bad citation; nothing is written.
         """
-        refs = [*source_refs, *self.sources.cite_all(citations)]
+        refs = [*source_refs, *self._cite(citations)]
         provenance = Provenance(kind=ProvenanceKind.AGENT, note="memory proposal")
         if session is not None:
             provenance.sessionId = session[0]
@@ -541,7 +551,7 @@ class MemoryStore:
         READ_ONLY_SCOPE for a session record; FORGOTTEN for a forgotten one;
         INVALID_CITATION for a bad citation.
         """
-        cited = None if citations is None else self.sources.cite_all(citations)
+        cited = None if citations is None else self._cite(citations)
         changes: dict[str, Any] = {}
         if title is not None:
             if not js_trim(title):
@@ -568,6 +578,8 @@ class MemoryStore:
             real = {k: v for k, v in changes.items() if getattr(current, k) != v}
             gov = {}
             if cited is not None:
+                from ..sources import with_citations
+
                 refs = with_citations(current.governance.sourceRefs, cited)
                 if refs != current.governance.sourceRefs:
                     gov["sourceRefs"] = refs

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import lint
 from ..errors import ErrorCode, StoreError
 from ..governance import (
     PIN_FIELDS,
@@ -71,6 +70,8 @@ def require_reason(record: Record, reason: str | None) -> None:
     reviewer says why it may be relied on. REASON_REQUIRED otherwise."""
     if reason and reason.strip():
         return
+    from .. import lint  # risk flags load with the first verify that has no reason
+
     found = lint.record_flags(record)
     if found:
         raise StoreError(
