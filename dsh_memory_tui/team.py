@@ -76,6 +76,7 @@ class CloneNames:
 
 def _first_author(workspace: Path, shared: Path, scope_key: str) -> str | None:
     from . import git  # loaded only by git's set-up and history, not a merge
+
     done = git.text(
         workspace, "log", "--format=%an", "-S", f'"scopeKey":"{scope_key}"', "--", str(shared)
     )
@@ -505,6 +506,7 @@ def driver_command() -> str:
 
 def _repository(workspace: Path) -> Path | None:
     from . import git  # loaded only by git's set-up and history, not a merge
+
     return git.toplevel(workspace)
 
 
@@ -515,6 +517,7 @@ def _attribute_line(top: Path, workspace: Path) -> str:
 
 def status(workspace: Path) -> GitStatus:
     from . import git  # loaded only by git's set-up and history, not a merge
+
     top = _repository(workspace)
     if top is None:
         return GitStatus(None, False, None, False)
@@ -538,6 +541,7 @@ def install(workspace: Path) -> GitStatus:
     repository.
     """
     from . import git  # loaded only by git's set-up and history, not a merge
+
     top = _repository(workspace)
     if top is None:
         raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
@@ -555,6 +559,7 @@ def install(workspace: Path) -> GitStatus:
 def uninstall(workspace: Path) -> GitStatus:
     """Undo ``install``: our line out of ``.gitattributes``, our section out of the config."""
     from . import git  # loaded only by git's set-up and history, not a merge
+
     top = _repository(workspace)
     if top is None:
         raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
