@@ -4,7 +4,6 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -493,6 +492,8 @@ def revision_diff(old: Record, new: Record) -> list[tuple[str, str]]:
     a, b = old.content.split("\n"), new.content.split("\n")
     if len(a) + len(b) > DIFF_MAX_INPUT_LINES:
         return [*out, (NOTE, f"content: {len(a)} lines -> {len(b)} lines (too long to diff here)")]
+    import difflib  # loaded by the first history shown
+
     diff = list(difflib.unified_diff(a, b, lineterm="", n=1))[2:]  # no ---/+++ file names
     for line in diff[:DIFF_MAX_LINES]:
         kind = HUNK if line.startswith("@@") else line[:1]
