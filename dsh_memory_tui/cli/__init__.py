@@ -16,13 +16,14 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import ErrorCode, StoreError
 from ..usage import UsageError, UsageParser
-from .command import COMMANDS as _DECLARED
-from .command import Command, CommandParser, add_globals
+
+if TYPE_CHECKING:
+    from .command import Command
 
 __all__ = ["COMMANDS", "UsageError", "UsageParser", "build_parser", "main"]
 
@@ -37,18 +38,21 @@ def groups() -> tuple[ModuleType, ...]:
 
 def __getattr__(name: str) -> Any:
     if name == "COMMANDS":  # every command, declared
-        groups()
-        return _DECLARED
+        return _commands()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _commands() -> dict[str, Command]:
+    from .command import COMMANDS
+
     groups()
-    return _DECLARED
+    return COMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:
     """``dsh-memory``'s parser: the global options and a subcommand per declared command."""
+    from .command import CommandParser, add_globals
+
     parser = UsageParser(prog="dsh-memory", description="Read and govern dsh workspace memory.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_globals(parser, suppress=False)
@@ -80,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             logging.basicConfig(format="debug: %(name)s: %(message)s")
             logging.getLogger("dsh_memory_tui").setLevel(logging.DEBUG)
-        declared = _DECLARED[args.command]
+        declared = _commands()[args.command]
         if declared.check is not None:
             declared.check(args)
         from ..store import MemoryStore  # here: `--version` and `--help` never load the store
