@@ -12,6 +12,7 @@ and ``agents`` (auto-write, payload, audit, mcp). A new command goes in one of t
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from ..errors import ErrorCode, StoreError
 from ..usage import UsageError, UsageParser
 
 if TYPE_CHECKING:
+    from ..store import MemoryStore
     from .command import Command
 
 __all__ = ["COMMANDS", "UsageError", "UsageParser", "build_parser", "main"]
@@ -74,6 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dsh-memory {__version__}")
         return 0
     parser = build_parser()
+    store: MemoryStore | None = None
+    said = ""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # A lone surrogate (host-valid text: an id, a title) is printed as \udcff, never a
+        # UnicodeEncodeError after the command did its work; ``visible`` writes it so too.
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -87,8 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         declared = _commands()[args.command]
         if declared.check is not None:
             declared.check(args)
+        from ..settings import check_environment
         from ..store import MemoryStore  # here: `--version` and `--help` never load the store
 
+        check_environment()  # every setting, before the command does anything
         store = MemoryStore.open(args.home, args.workspace, args.user)
         declared.resolve_ids(store, args)  # a unique prefix stands for the whole id
         return declared.run(store, args)
@@ -96,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
-        print(str(exc), file=sys.stderr)
+        said = str(exc)
+        print(said, file=sys.stderr)
         return 2 if exc.code == ErrorCode.USAGE else 1
     except KeyboardInterrupt:
         return 130
@@ -104,3 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except SystemExit as exc:  # argparse --help
         return int(exc.code or 0)
+    finally:  # a file too large to read is left out of every answer: said once, last
+        for why in store.unread_files() if store is not None else ():
+            if why not in said:
+                print(f"warning: {why}", file=sys.stderr)
