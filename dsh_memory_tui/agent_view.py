@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import ErrorCode, StoreError
 from .governance import locale_key
@@ -52,8 +52,10 @@ from .model import (
 )
 from .paths import StoreFile
 from .present import tags_text, when
-from .sources import Sources
 from .store import FileView, MemoryStore, Session
+
+if TYPE_CHECKING:  # citations load with the store that checks them, not with the budget
+    from .sources import Sources
 
 MAX_RESULTS = 100  # the host's MEMORY_MAX_RESULTS
 DEFAULT_BUDGET_BYTES = 32 * 1024  # about 8,000 tokens

@@ -15,24 +15,31 @@ import pytest
 from conftest import REPO_ROOT
 
 # Never loaded by a command that does not use them: the agent's side and its SDK, the app, risk
-# flags and near-duplicates, citations, bundles, git, the audit log and its reader.
+# flags and near-duplicates, citations, bundles, git.
 ON_FIRST_USE = (
     "mcp",
     "textual",
     "detect_secrets",
     "dsh_memory_tui.mcp",
     "dsh_memory_tui.app",
-    "dsh_memory_tui.agent_view",
     "dsh_memory_tui.lint",
     "dsh_memory_tui.sources",
     "dsh_memory_tui.bundle",
     "dsh_memory_tui.git",
-    "dsh_memory_tui.audit",
     "dsh_memory_tui.demo",
     "dsh_memory_tui.autowriter",
 )
-# Nor by a command that reads no record: the record model (pydantic) and the store.
-RECORDS = ("pydantic", "pydantic_core", "dsh_memory_tui.model", "dsh_memory_tui.store")
+# Nor by a command that reads no record: the record model (pydantic), the store, and the
+# modules whose settings every other command checks first (`settings.check_environment`: the
+# audit log's and the agent budget's; their readers and writers are not run).
+RECORDS = (
+    "pydantic",
+    "pydantic_core",
+    "dsh_memory_tui.model",
+    "dsh_memory_tui.store",
+    "dsh_memory_tui.audit",
+    "dsh_memory_tui.agent_view",
+)
 
 _CHILD = """
 import json, sys
