@@ -1,32 +1,21 @@
-"""Team memory: ``shared.jsonl`` travels in git, so every clone's records live in one file.
-
-- Whose clone wrote a record (``CloneNames``): its rootId, named by the git author who first
-  committed a line of it when git can tell.
-- The three-way merge by record id that git runs as a merge driver (``merge``, ``merge_file``):
-  never by line, so two branches that both wrote records merge without a conflict.
-- The shared file's own problems that a merge made without the driver leaves (``problems``):
-  conflict markers, and one revision of a record decided two ways.
-- Setting the driver up in the workspace's repository (``install``, ``uninstall``, ``status``).
-
-No I/O on store files but through ``jsonl``; git is run as a process, never parsed from disk.
+"""The three-way merge of a shared file by record id, which git runs as a merge driver
+(``merge``, ``merge_file``): never by line, so two branches that both wrote records merge
+without a conflict. And what a merge made without the driver leaves (``conflict_marker_lines``,
+``split_conflicts``, ``divergences``): ``check`` finds and repairs them.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import git
-from .errors import ErrorCode, StoreError
-from .governance import is_erased
-from .governance import tombstone as erase
-from .jsonl import MAX_STORE_BYTES, write_atomic
-from .model import (
+from ..errors import ErrorCode, StoreError
+from ..governance import is_erased
+from ..governance import tombstone as erase
+from ..jsonl import MAX_STORE_BYTES, write_atomic
+from ..model import (
     Location,
     ParsedLine,
     Record,
@@ -40,48 +29,6 @@ from .model import (
     slow_entry,
     usual_run,
 )
-
-DRIVER = "dsh-memory"
-SHARED_PATH = ".dsh/workspace-memory/shared.jsonl"  # in the workspace (paths.shared_file)
-
-# ------------------------------------------------------------------ whose clone wrote it
-
-
-def short_root(root_id: str) -> str:
-    """A rootId as people read it: its first 8 hex."""
-    return "clone " + root_id.removeprefix("root:")[:8]
-
-
-class CloneNames:
-    """Who wrote the records of other clones (rootIds) in a shared file: the git author of the
-    first commit that added a line of that rootId, else the rootId's first hex. Asked once per
-    rootId (one ``git log -S``); nothing when the workspace is not in a git repository.
-    """
-
-    def __init__(self, workspace: Path, shared: Path, own_root: str) -> None:
-        self.workspace = workspace
-        self.shared = shared
-        self.own_root = own_root
-        self._names: dict[str, str] = {}
-
-    def label(self, scope_key: str) -> str:
-        """ "" for this clone's records; the author (or the rootId's first hex) otherwise."""
-        if scope_key == self.own_root:
-            return ""
-        name = self._names.get(scope_key)
-        if name is None:
-            author = _first_author(self.workspace, self.shared, scope_key)
-            name = self._names[scope_key] = author or short_root(scope_key)
-        return name
-
-
-def _first_author(workspace: Path, shared: Path, scope_key: str) -> str | None:
-    done = git.text(
-        workspace, "log", "--format=%an", "-S", f'"scopeKey":"{scope_key}"', "--", str(shared)
-    )
-    names = [n for n in (done or "").split("\n") if n.strip()]
-    return names[-1].strip() if names else None  # newest first: the last is who added it
-
 
 # ------------------------------------------------------------------ the merge by record id
 
@@ -139,7 +86,7 @@ def _read_side(
     """Parse ``data``; a line whose bytes ``known`` already judged is not parsed again (the
     same bytes in the same file get the same verdict). Returns the side and the new verdicts.
     """
-    from .store.view import gc_paused  # the store imports this module: at call time
+    from ..store.view import gc_paused  # the store imports this module: at call time
 
     side = _Side()
     found: dict[bytes, Record | None] = {}
@@ -463,121 +410,3 @@ def divergences(versions: Mapping[str, list[Record]]) -> list[Divergence]:
         if len({_decision(r) for r in newest}) > 1:
             out.append(Divergence(rid, top, newest))
     return out
-
-
-# ------------------------------------------------------------------ git set-up
-
-
-@dataclass(frozen=True, slots=True)
-class GitStatus:
-    """Whether the workspace's repository merges the shared file with our driver."""
-
-    repository: Path | None
-    attribute: bool  # .gitattributes gives the shared file merge=dsh-memory
-    driver: str | None  # merge.dsh-memory.driver in the repository's config
-    runnable: bool  # that driver's program exists
-
-    @property
-    def installed(self) -> bool:
-        return self.attribute and self.driver is not None and self.runnable
-
-    def summary(self) -> str:
-        if self.repository is None:
-            return "not in a git repository"
-        if self.installed:
-            return "git merges shared.jsonl by record id"
-        missing = []
-        if not self.attribute:
-            missing.append(".gitattributes")
-        if self.driver is None:
-            missing.append("the driver in the repository's config")
-        elif not self.runnable:
-            missing.append("a driver program that exists")
-        return "git merge driver not set up (" + ", ".join(missing) + "): dsh-memory git install"
-
-
-def driver_command() -> str:
-    """The driver as git runs it: this Python, by its absolute path, so git finds it even when
-    dsh-memory is not on git's PATH.
-    """
-    return f"{shlex.quote(sys.executable)} -m dsh_memory_tui.cli merge-file %O %A %B %P"
-
-
-def _repository(workspace: Path) -> Path | None:
-    return git.toplevel(workspace)
-
-
-def _attribute_line(top: Path, workspace: Path) -> str:
-    rel = os.path.relpath(workspace / SHARED_PATH, top)
-    return f"/{Path(rel).as_posix()} merge={DRIVER}"
-
-
-def status(workspace: Path) -> GitStatus:
-    top = _repository(workspace)
-    if top is None:
-        return GitStatus(None, False, None, False)
-    shared = workspace / SHARED_PATH
-    attr = git.text(top, "check-attr", "merge", "--", os.path.relpath(shared, top))
-    attribute = attr is not None and attr.endswith(f": merge: {DRIVER}")
-    driver = git.text(top, "config", "--get", f"merge.{DRIVER}.driver")
-    runnable = False
-    if driver:
-        try:
-            program = shlex.split(driver)[0]
-        except ValueError:
-            program = ""
-        runnable = bool(program) and os.access(program, os.X_OK)
-    return GitStatus(top, attribute, driver or None, runnable)
-
-
-def install(workspace: Path) -> GitStatus:
-    """Set the driver up: the shared file's line in the repository's ``.gitattributes``
-    (added once) and ``merge.dsh-memory.*`` in its config. ``GIT_FAILED`` outside a
-    repository.
-    """
-    top = _repository(workspace)
-    if top is None:
-        raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
-    attributes = top / ".gitattributes"
-    line = _attribute_line(top, workspace)
-    text = _read_text(attributes)
-    if line not in text.splitlines():
-        sep = "" if not text or text.endswith("\n") else "\n"
-        _write_attributes(attributes, text + sep + line + "\n")
-    git.run(top, "config", f"merge.{DRIVER}.name", "dsh-memory: shared memory by record id")
-    git.run(top, "config", f"merge.{DRIVER}.driver", driver_command())
-    return status(workspace)
-
-
-def uninstall(workspace: Path) -> GitStatus:
-    """Undo ``install``: our line out of ``.gitattributes``, our section out of the config."""
-    top = _repository(workspace)
-    if top is None:
-        raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
-    attributes = top / ".gitattributes"
-    text = _read_text(attributes)
-    line = _attribute_line(top, workspace)
-    kept = [x for x in text.splitlines() if x != line]
-    if len(kept) != len(text.splitlines()):
-        _write_attributes(attributes, "".join(x + "\n" for x in kept))
-    git.attempt(top, "config", "--remove-section", f"merge.{DRIVER}")  # absent: nothing to do
-    return status(workspace)
-
-
-def _write_attributes(path: Path, text: str) -> None:
-    """``.gitattributes`` replaced atomically, readable as a checked-out file is (0644, not
-    the store's 0600: it is the project's, committed and read by every tool)."""
-    write_atomic(path, text.encode())
-    try:
-        os.chmod(path, 0o644)
-    except OSError as exc:
-        raise StoreError(ErrorCode.WRITE_FAILED, f"cannot set the mode of {path}: {exc}") from None
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StoreError(ErrorCode.READ_FAILED, f"cannot read {path}: {exc}") from None

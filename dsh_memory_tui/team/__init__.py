@@ -1,0 +1,49 @@
+"""Team memory: ``shared.jsonl`` travels in git, so every clone's records live in one file.
+
+- ``clones``: whose clone wrote a record (``CloneNames``).
+- ``merge``: the three-way merge by record id that git runs as a merge driver, and what a merge
+  made without it leaves (conflict markers, one revision decided two ways).
+- ``setup``: the driver set up in the workspace's repository (``install``, ``uninstall``,
+  ``status``).
+
+No I/O on store files but through ``jsonl``; git is run through ``git``, never parsed from disk.
+"""
+
+from __future__ import annotations
+
+from .clones import CloneNames, short_root
+from .merge import (
+    Conflict,
+    Divergence,
+    Merged,
+    conflict_marker_lines,
+    divergences,
+    merge,
+    merge_file,
+    resolve_divergence,
+    rival_id,
+    split_conflicts,
+)
+from .setup import DRIVER, SHARED_PATH, GitStatus, driver_command, install, status, uninstall
+
+__all__ = [
+    "DRIVER",
+    "SHARED_PATH",
+    "CloneNames",
+    "Conflict",
+    "Divergence",
+    "GitStatus",
+    "Merged",
+    "conflict_marker_lines",
+    "divergences",
+    "driver_command",
+    "install",
+    "merge",
+    "merge_file",
+    "resolve_divergence",
+    "rival_id",
+    "short_root",
+    "split_conflicts",
+    "status",
+    "uninstall",
+]
