@@ -25,6 +25,7 @@ from ..model import (
     conflict_group_for,
     next_revision,
     parse_entries,
+    parse_lines,
     sha256_hex,
     slow_entry,
     usual_run,
@@ -32,39 +33,62 @@ from ..model import (
 
 # ------------------------------------------------------------------ the merge by record id
 
-_MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
+_OPEN, _BASE, _SPLIT, _CLOSE = b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>"
+
+
+def _marker(line: bytes) -> bytes | None:
+    if line.startswith((_OPEN, _BASE, _CLOSE)):
+        return line[:7]
+    return _SPLIT if line.rstrip(b"\r") == _SPLIT else None
+
+
+def _markers(lines: list[bytes]) -> dict[int, bytes]:
+    """0-based line -> the conflict marker it is. A line inside a record that spans several
+    lines (raw newlines in its strings, which both programs read as one record) is that
+    record's text, never a marker: a line that parses as part of a record is no marker.
+    """
+    found = {i: m for i, line in enumerate(lines) if (m := _marker(line)) is not None}
+    if not found:
+        return {}
+    inside: set[int] = set()
+    for entry in parse_lines(lines, None):
+        if entry.last > entry.first:
+            inside.update(range(entry.first + 1, entry.last + 1))
+    return {i: m for i, m in found.items() if i not in inside}
 
 
 def conflict_marker_lines(data: bytes) -> list[int]:
-    """1-based numbers of the lines git's conflict markers start (a record line never does)."""
-    if not any(m in data for m in (b"<<<<<<<", b">>>>>>>", b"|||||||", b"=======")):
+    """1-based numbers of the lines that are git's conflict markers (never a line of a
+    record, even one whose content holds ``<<<<<<< ours`` on a line of its own).
+    """
+    if not any(m in data for m in (_OPEN, _BASE, _SPLIT, _CLOSE)):
         return []  # the usual file: one scan per marker in C, no loop over lines
-    out = []
-    for n, line in enumerate(data.split(b"\n"), 1):
-        if line.startswith(_MARKERS) or line.rstrip(b"\r") == b"=======":
-            out.append(n)
-    return out
+    return [i + 1 for i in sorted(_markers(data.split(b"\n")))]
 
 
 def split_conflicts(data: bytes) -> tuple[bytes, bytes, bytes]:
     """A file git left with conflict markers, as the three files it merged: (base, ours,
     theirs). Lines outside the markers are in all three; a block's base part (``|||||||``,
-    diff3 style) only in the base, so without one both sides' lines count as added.
+    diff3 style) only in the base, so without one both sides' lines count as added. A record's
+    own lines that look like markers stay in it (``conflict_marker_lines``).
     """
     parts: tuple[list[bytes], list[bytes], list[bytes]] = ([], [], [])
     into: tuple[int, ...] = (0, 1, 2)
-    for line in data.split(b"\n")[: -1 if data.endswith(b"\n") else None]:
-        if line.startswith(b"<<<<<<<"):
+    lines = data.split(b"\n")[: -1 if data.endswith(b"\n") else None]
+    markers = _markers(lines)
+    for i, line in enumerate(lines):
+        marker = markers.get(i)
+        if marker == _OPEN:
             into = (1,)
-        elif line.startswith(b"|||||||"):
+        elif marker == _BASE:
             into = (0,)
-        elif line.rstrip(b"\r") == b"=======":
+        elif marker == _SPLIT:
             into = (2,)
-        elif line.startswith(b">>>>>>>"):
+        elif marker == _CLOSE:
             into = (0, 1, 2)
         else:
-            for i in into:
-                parts[i].append(line)
+            for part in into:
+                parts[part].append(line)
     base, ours, theirs = (b"".join(x + b"\n" for x in part) for part in parts)
     return base, ours, theirs
 

@@ -114,3 +114,23 @@ def test_the_hosts_forget_merged_over_an_edit_leaves_no_text(host: HostHarness, 
     data = alice.shared.read_bytes()
     assert b"abc123" not in data and b"def456" not in data
     assert host_sees(host, alice)[rid]["status"] == "forgotten"
+
+
+def test_a_record_whose_lines_look_like_conflict_markers_survives_check_repair(
+    host: HostHarness, tmp_path
+):
+    from test_team_conflict_markers import CODE, record_with_markers
+
+    clone, rid, _ = record_with_markers(tmp_path)
+
+    def host_content() -> str:
+        seen = host.run(
+            "list", "--full", home=clone.home, workspace=clone.path, scope="shared-project"
+        )
+        return {r["id"]: r for r in seen["records"]}[rid]["content"]
+
+    assert host_content() == CODE  # the host reads it as one record
+    done = clone.cli("check", "--repair")
+    assert "conflict" not in done.stdout, done.stdout
+    assert host_content() == CODE
+    assert clone.store.get(rid).content == CODE
