@@ -539,6 +539,20 @@ def cmd_compact(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def cmd_check(store: MemoryStore, args: argparse.Namespace) -> int:
+    if args.since is not None:
+        from .team.gate import gate
+
+        result = gate(store.paths, args.since)
+        print("\n".join(result.lines()))
+        return 1 if result.failed else 0
+    if args.accept is not None:
+        from .team.chain import accept
+
+        if not args.repair:
+            raise UsageError("--accept needs --repair")
+        rid = store.resolve_id(args.accept)
+        for found in accept(store.paths, rid, args.reason or "", store.paths.user_id):
+            print(f"accepted: {found.record_id}: {found.reason}")
     report = store.check(repair=args.repair)
     for p in report.problems:
         where = f"{p.path}:{p.line_no}" if p.line_no else str(p.path)
@@ -577,6 +591,18 @@ def cmd_git(store: MemoryStore, args: argparse.Namespace) -> int:
     from . import team
 
     workspace = store.paths.workspace
+    if args.action == "textconv":
+        return _git_textconv(args.target)
+    if args.action == "diff":
+        from .team.gate import memory_changes
+
+        found = memory_changes(store.paths, args.target)
+        for change in found:
+            print(change.line())
+        print(f"{len(found)} memory change(s)")
+        return 0
+    if args.target is not None:
+        raise UsageError(f"git {args.action} takes no argument")
     if args.action == "install":
         state = team.install(workspace)
     elif args.action == "uninstall":
@@ -584,10 +610,27 @@ def cmd_git(store: MemoryStore, args: argparse.Namespace) -> int:
     else:
         state = team.status(workspace)
     print(f"repository: {state.repository or '(none)'}")
-    print(f".gitattributes: {'merge=' + team.DRIVER if state.attribute else '(not set)'}")
-    print(f"driver: {state.driver or '(not set)'}")
+    print(f"attributes: {'merge=' + team.DRIVER if state.attribute else '(not set)'}")
+    print(f"merge driver: {state.driver or '(not set)'}")
+    print(f"diff driver: {'textconv as records' if state.diff else '(not set)'}")
     print(state.summary())
     return 0 if args.action == "uninstall" or state.installed else 1
+
+
+def _git_textconv(target: str | None) -> int:
+    """git's diff driver: a version of shared.jsonl as readable records, on stdout."""
+    from .team.readable import as_text
+
+    if target is None:
+        raise UsageError("git textconv needs the FILE git passes")
+    try:
+        from pathlib import Path
+
+        data = Path(target).read_bytes()
+    except OSError as exc:
+        raise StoreError(ErrorCode.READ_FAILED, f"cannot read {target}: {exc.strerror}") from None
+    sys.stdout.buffer.write(as_text(data).encode("utf-8", "surrogateescape"))
+    return 0
 
 
 def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -963,6 +1006,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("check", cmd_check, "report corrupt, torn, oversized and unsafe files")
     p.add_argument("--repair", action="store_true", help="quarantine and compact what it can")
+    p.add_argument(
+        "--accept",
+        metavar="ID",
+        help="with --repair: accept a shared record whose history does not hold (needs --reason)",
+    )
+    p.add_argument("--reason", help="why --accept is right (kept with the acceptance)")
+    p.add_argument(
+        "--since",
+        metavar="REV",
+        help="CI's gate: list every memory change since REV; exit 1 on a broken history, "
+        "conflict markers or a verified record with a secret or instruction flag",
+    )
 
     p = command(
         "merge-file",
@@ -977,10 +1032,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "git",
         cmd_git,
-        "set up (install), remove (uninstall) or show (status) the merge driver for "
-        "shared.jsonl in the workspace's git repository",
+        "set up (install), remove (uninstall) or show (status) git's merge and diff drivers "
+        "for shared.jsonl; diff: what commits did to memory, record by record",
     )
-    p.add_argument("action", choices=["install", "uninstall", "status"])
+    p.add_argument("action", choices=["install", "uninstall", "status", "diff", "textconv"])
+    p.add_argument(
+        "target",
+        nargs="?",
+        help="diff: a REV_RANGE (A..B, or REV for REV..HEAD; none: the uncommitted change); "
+        "textconv: the FILE git passes",
+    )
 
     p = command("auto-write", cmd_auto_write, "session digests from tool results (JSON lines)")
     p.add_argument("--events", metavar="FILE", help="read this file instead of stdin")

@@ -39,7 +39,14 @@ class CloneNames:
 
 def _first_author(workspace: Path, shared: Path, scope_key: str) -> str | None:
     done = git.text(
-        workspace, "log", "--format=%an", "-S", f'"scopeKey":"{scope_key}"', "--", str(shared)
+        workspace,
+        "log",
+        "--no-textconv",
+        "--format=%an",
+        "-S",
+        f'"scopeKey":"{scope_key}"',
+        "--",
+        str(shared),
     )
     names = [n for n in (done or "").split("\n") if n.strip()]
     return names[-1].strip() if names else None  # newest first: the last is who added it

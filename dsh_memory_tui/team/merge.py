@@ -7,7 +7,7 @@ without a conflict. And what a merge made without the driver leaves (``conflict_
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -307,7 +307,9 @@ def merge(base: bytes, ours: bytes, theirs: bytes, location: Location) -> Merged
     forgotten = [rid for rid, r in _currents(out).items() if r.status is Status.FORGOTTEN]
     both = changed_o & changed_t
     conflicts: list[Conflict] = []
-    settle = both | set(forgotten)
+    # A record only one side added lines of (a compaction on the other, a revert of one) can
+    # have them after the other side's newer ones: its lines are put in revision order too.
+    settle = both | set(forgotten) | out_of_order(r for _, r in out)
     if settle:
         out, conflicts = _settle(out, settle, o.current, t.current, set(forgotten))
     extra = [c.merged for c in conflicts] + [c.rival for c in conflicts if c.rival is not None]
@@ -319,6 +321,54 @@ def merge(base: bytes, ours: bytes, theirs: bytes, location: Location) -> Merged
             "compact one side (dsh-memory compact --scope shared-project) and merge again",
         )
     return Merged(data, conflicts, sorted(forgotten))
+
+
+def out_of_order(records: Iterable[Record | None]) -> set[str]:
+    """Ids of ``records`` (a file's lines in order) whose lines are not in revision order: a
+    line of a lower revision after one of a higher (the host would show the older one).
+    """
+    newest: dict[str, int] = {}
+    late: set[str] = set()
+    for r in records:
+        if r is None:
+            continue
+        revision = r.governance.revision
+        top = newest.get(r.id)
+        if top is None or revision > top:
+            newest[r.id] = revision
+        elif revision < top:
+            late.add(r.id)
+    return late
+
+
+def order_lines(
+    lines: list[tuple[bytes, Record | None]], ids: set[str]
+) -> list[tuple[bytes, Record | None]]:
+    """``lines`` with each record of ``ids`` in revision order: its lines keep the places they
+    hold in the file, filled in the order of (revision, updatedAt, bytes), the same whatever
+    the order they came in (``check --repair`` of a file a merge left out of order).
+    """
+    slots: dict[str, list[int]] = {}
+    for i, (_, record) in enumerate(lines):
+        if record is not None and record.id in ids:
+            slots.setdefault(record.id, []).append(i)
+    out = list(lines)
+    for where in slots.values():
+        ranked = sorted((lines[i] for i in where), key=lambda x: _line_order(x[1], x[0]))  # type: ignore[arg-type]
+        for i, line in zip(where, ranked, strict=True):
+            out[i] = line
+    return out
+
+
+def in_revision_order(data: bytes, location: Location) -> bytes | None:
+    """``data`` with every record's lines in revision order (``order_lines``), or None when
+    they are already. Other lines stay byte for byte, in their places.
+    """
+    side, _ = _read_side(data, location, {})
+    late = out_of_order(r for _, r in side.entries)
+    if not late:
+        return None
+    return b"".join(raw + b"\n" for raw, _ in order_lines(side.entries, late))
 
 
 def _changed_ids(side: _Side, base: _Side) -> set[str]:
