@@ -211,11 +211,12 @@ def _foreign_author(x: Line, own_email: str | None) -> str | None:
 # ----------------------------------------------------------------- the file's chains
 
 
-def chains(history: History, working: bytes) -> dict[str, list[Line]]:
+def chains(history: History, working: bytes, trust_first: bool = True) -> dict[str, list[Line]]:
     """Every line of every record, from git's versions and the working file, in the order
-    they appeared. Without a committed version, each record's first line is the baseline.
+    they appeared. The first version's lines are the baseline (``trust_first``); without a
+    committed version, each record's first line is.
     """
-    baseline = set(history.baseline)
+    baseline = set(history.baseline) if trust_first else set()
     records = dict(history.records)
     origin = dict(history.origin)
     extra = History(history.path, origin=origin)
@@ -227,7 +228,7 @@ def chains(history: History, working: bytes) -> dict[str, list[Line]]:
         if record is None:
             continue
         lines = out.setdefault(record.id, [])
-        first = not history.versions and not lines
+        first = trust_first and not history.versions and not lines
         lines.append(Line(raw, record, commit, raw in baseline or first))
     return out
 
@@ -246,7 +247,7 @@ def clone_author(
     for lines in all_lines.values():
         x = lines[0]
         c = x.commit
-        if x.record.scopeKey != own_root or c is WORKING_TREE or c.is_merge or x.baseline:
+        if x.record.scopeKey != own_root or c is WORKING_TREE or c.is_merge:
             continue
         place = order.get(c.sha, len(order))
         if first is None or place < first[0]:
@@ -254,10 +255,12 @@ def clone_author(
     return first[1] if first else None
 
 
-def find_breaks(history: History, working: bytes, own_root: str) -> dict[str, list[Break]]:
+def find_breaks(
+    history: History, working: bytes, own_root: str, trust_first: bool = True
+) -> dict[str, list[Break]]:
     """Each record with a broken chain and its breaks (accepted ones included)."""
     out: dict[str, list[Break]] = {}
-    every = chains(history, working)
+    every = chains(history, working, trust_first)
     order = {v.commit.sha: i for i, v in enumerate(history.versions)}
     own_email = clone_author(every, own_root, order)
     for rid, lines in every.items():
@@ -314,6 +317,7 @@ class _Key:
     head: str | None
     shared: tuple[int, int, int]
     accepted: tuple[int, int, int]
+    trust_first: bool
 
 
 _HISTORIES: dict[tuple[str, str, str | None], History] = {}
@@ -338,15 +342,17 @@ def _history(top: Path, rel: str, at: str | None) -> History:
     return found
 
 
-def all_breaks(paths: StorePaths) -> dict[str, list[Break]]:
+def all_breaks(paths: StorePaths, trust_first: bool = True) -> dict[str, list[Break]]:
     """Every break of the workspace's shared file, accepted or not (cached while HEAD, the
     file and the acceptances are unchanged). Outside git, the file's own lines only.
+    ``trust_first``: the first committed version is the baseline (False: CI's gate for a
+    range that adds the file judges its every line).
     """
     shared = paths.shared_file().path
     where = repository_path(paths.workspace, shared)
     top, rel = where if where is not None else (paths.workspace, "")
     at = head(top) if where is not None else None
-    key = _Key(str(top), at, _stamp(shared), _stamp(accepted_path(paths)))
+    key = _Key(str(top), at, _stamp(shared), _stamp(accepted_path(paths)), trust_first)
     cached = _VERDICTS.get(paths.root_id)
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -355,7 +361,7 @@ def all_breaks(paths: StorePaths) -> dict[str, list[Break]]:
     except StoreError:
         history = History(rel)  # git failed: judge the file's own lines
     got = read_file(shared)
-    found = find_breaks(history, got[1] if got else b"", paths.root_id)
+    found = find_breaks(history, got[1] if got else b"", paths.root_id, trust_first)
     _VERDICTS[paths.root_id] = (key, found)
     return found
 

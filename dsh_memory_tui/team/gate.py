@@ -116,8 +116,10 @@ def gate(paths: StorePaths, since: str) -> GateReport:
     data = got[1] if got else b""
     report.markers = conflict_marker_lines(data)
     with git.Blobs(top) as blobs:
-        old = set((blobs.read(f"{base}:{rel}") or b"").split(b"\n"))
-    for found in all_breaks(paths).values():
+        before = blobs.read(f"{base}:{rel}")
+    old = set((before or b"").split(b"\n"))
+    # A range that adds the file: its first version is no baseline, every line is judged.
+    for found in all_breaks(paths, trust_first=before is not None).values():
         report.breaks += [b for b in found if b.line not in old]
     touched = {c.record.id for c in report.changes}
     current, _ = current_records(data)

@@ -19,12 +19,14 @@ from ..model import (
     Location,
     ParsedLine,
     Record,
+    RecordInvalid,
     Status,
     Verification,
     checked,
     conflict_group_for,
     next_revision,
     parse_entries,
+    parse_line,
     parse_lines,
     sha256_hex,
     slow_entry,
@@ -443,22 +445,61 @@ def _settle(
     return result, conflicts
 
 
+# An input larger than this is refused before it is read: the result must fit the host's 8 MiB,
+# and a side can only be this much larger when the other side compacted most of it away.
+MAX_SIDE_BYTES = 4 * MAX_STORE_BYTES
+
+
 def merge_file(base: Path, ours: Path, theirs: Path, location: Location) -> Merged:
     """git's merge driver (``%O %A %B``): the merge of the three files, written over ``ours``
     in one atomic replace, or ``StoreError`` with ``ours`` untouched (git then shows an
-    ordinary conflict). ``READ_FAILED`` for an input that cannot be read.
+    ordinary conflict). ``READ_FAILED`` for an input that cannot be read, ``STORE_TOO_LARGE``
+    for one over ``MAX_SIDE_BYTES`` (refused by its size, unread), ``INVALID_RECORD`` when a
+    side is not a memory store (text that holds no record: the attribute names a wrong file).
     """
     sides = []
     for path in (base, ours, theirs):
         try:
+            size = path.stat().st_size
+            if size > MAX_SIDE_BYTES:
+                raise StoreError(
+                    ErrorCode.STORE_TOO_LARGE,
+                    f"{path} is {size / 1048576:.0f} MiB, over the {MAX_SIDE_BYTES >> 20} MiB a "
+                    "side of a shared file can be: not read",
+                )
             sides.append(path.read_bytes())
         except OSError as exc:
             raise StoreError(
                 ErrorCode.READ_FAILED, f"cannot read {path}: {exc.strerror or exc}"
             ) from None
+    for path, data in zip((base, ours, theirs), sides, strict=True):
+        if not is_memory_store(data):
+            raise StoreError(
+                ErrorCode.INVALID_RECORD,
+                f"{path} is not a memory store (no line of it is a record): git's own "
+                "conflict is left for this file",
+            )
     merged = merge(sides[0], sides[1], sides[2], location)
     write_atomic(ours, merged.data)
     return merged
+
+
+def is_memory_store(data: bytes) -> bool:
+    """Empty (blank), or holding at least one line both programs read as a record (ours,
+    another clone's, a newer schema's): a text file, or JSON lines of anything else, is not.
+    """
+    if not data.strip():
+        return True
+    lines = data.split(b"\n")
+    for line in lines:
+        if line.lstrip()[:1] != b"{":
+            continue
+        try:
+            parse_line(line, None)
+            return True
+        except RecordInvalid:
+            continue
+    return any(not isinstance(e.result, RecordInvalid) for e in parse_lines(lines, None))
 
 
 # ------------------------------------------------------------------ problems git leaves
