@@ -97,7 +97,7 @@ class GateReport:
                 " (merged by line: dsh-memory check --repair)"
             )
         for record, kinds in self.flagged:
-            out.append(f"FAIL verified with a {' and '.join(kinds)} flag: {record.id}")
+            out.append(f"FAIL verified with risk flag {', '.join(kinds)}: {record.id}")
         out.append("memory gate: " + ("FAILED" if self.failed else "passed"))
         return out
 

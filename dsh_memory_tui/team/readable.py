@@ -118,8 +118,11 @@ class Change:
 
 def _kinds(old: Record | None, new: Record) -> tuple[str, ...]:
     if old is None:
-        extra = " already verified" if new.governance.verification is Verification.VERIFIED else ""
-        return (f"added{extra}",)
+        if new.governance.verification is not Verification.VERIFIED:
+            return ("added",)
+        return (
+            ("added already verified",) if new.governance.revision == 1 else ("added", "verified")
+        )
     out: list[str] = []
     if new.status is not old.status:
         out.append(
