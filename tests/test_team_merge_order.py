@@ -1,5 +1,6 @@
 """A merge never makes an older revision current: after every merge, each record's lines end
-in revision order, and both directions give the same records and the same current line per id.
+in revision order, and both directions give the same records and the same current line per id;
+and no history the tool and git wrote is taken for a forged one (``team.chain``).
 Real git repositories (two worktrees at different paths, so two rootIds), the real driver, and
 random histories: proposals, verifies, rejects, edits, forgets, pins, archives, compactions,
 commits, reverts, cherry-picks and merges on each side.
@@ -15,12 +16,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reliability.harness import scaled
 from teamgit import SHARED, Clone, git, make_team, records_of
 
 from dsh_memory_tui import team
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.model import Scope
 from dsh_memory_tui.store import MemoryStore
+from dsh_memory_tui.team.chain import broken_chains
 
 
 def lines_in_revision_order(data: bytes) -> None:
@@ -188,7 +191,8 @@ def step(side: Side, other: Side, op: str, n: int) -> None:
             )
         elif op == "forget" and target is not None:
             store.forget(target.id, confirm_shared=True)
-        elif op == "compact":
+        elif op == "compact":  # what it removes is committed first: no history is lost
+            side.commit()
             store.compact(store.file_for(Scope.SHARED), confirm_shared=True)
     except StoreError:
         pass  # the rules refuse it in this state: nothing written
@@ -241,7 +245,7 @@ history = st.lists(
 
 
 @settings(
-    max_examples=12,
+    max_examples=scaled(12, 200),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -260,3 +264,5 @@ def test_random_histories_merge_alike_in_both_directions(steps):
         for data in (ab, ba):
             lines_in_revision_order(data)
         assert records_of(ab) == records_of(ba)
+        for side in (a, b):  # nothing the tool and git wrote breaks a history
+            assert broken_chains(side.store().paths) == {}

@@ -3,14 +3,20 @@
 - ``clones``: whose clone wrote a record (``CloneNames``).
 - ``merge``: the three-way merge by record id that git runs as a merge driver, and what a merge
   made without it leaves (conflict markers, one revision decided two ways).
-- ``setup``: the driver set up in the workspace's repository (``install``, ``uninstall``,
-  ``status``).
+- ``setup``: the drivers set up in the workspace's repository (``install``, ``uninstall``,
+  ``status``): nothing git tracks is written.
+- ``history``: the shared file's versions in git, and which commit brought each line.
+- ``chain``: a history that must hold (``broken_chains``, ``chain_reason``: record id -> why it
+  is withheld); acceptances by a person here (``accept``).
+- ``readable``: memory as a reviewer reads it (git's textconv, per-record changes).
+- ``gate``: what a range of commits brings (``memory_changes``, ``gate``: ``check --since``).
 
 No I/O on store files but through ``jsonl``; git is run through ``git``, never parsed from disk.
 """
 
 from __future__ import annotations
 
+from .chain import broken_chains, chain_reason
 from .clones import CloneNames, short_root
 from .merge import (
     Conflict,
@@ -35,6 +41,8 @@ __all__ = [
     "Conflict",
     "Divergence",
     "GitStatus",
+    "broken_chains",
+    "chain_reason",
     "Merged",
     "conflict_marker_lines",
     "divergences",

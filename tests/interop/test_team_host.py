@@ -134,3 +134,27 @@ def test_a_record_whose_lines_look_like_conflict_markers_survives_check_repair(
     assert "conflict" not in done.stdout, done.stdout
     assert host_content() == CODE
     assert clone.store.get(rid).content == CODE
+
+
+def test_after_a_revert_of_a_compaction_and_a_pull_the_host_sees_the_newest_revision(
+    host: HostHarness, tmp_path
+):
+    _, alice, bob = make_team(tmp_path)
+    rid = host_propose(host, alice, "Release", "tag then push")
+    host.run("govern", rid, "verify", home=alice.home, workspace=alice.path, scope="shared-project")
+    alice.commit("release, verified")
+    host.run("compact", home=alice.home, workspace=alice.path, scope="shared-project")
+    alice.commit("compact")
+    alice.git("push", "-q", "origin", "main")
+    pull(bob)
+    alice.git("revert", "--no-edit", "HEAD")  # revision 1 comes back on one side only
+    alice.git("push", "-q", "origin", "main")
+    bob.create("Lint", "ruff check")
+    bob.commit("lint")
+    pull(bob)
+    pull(alice)
+    for clone in (alice, bob):
+        assert clone.store.get(rid).governance.verification.value == "verified"
+    seen = host_sees(host, alice)
+    assert seen[rid]["governance"]["revision"] == 2
+    assert seen[rid]["governance"]["verification"] == "verified"
