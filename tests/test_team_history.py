@@ -234,3 +234,18 @@ def test_the_tools_own_writes_and_merges_never_break_a_chain(tmp_path):
     for clone in (alice, bob):
         assert broken_chains(clone.store.paths) == {}
         assert clone.cli("check").returncode == 0
+
+
+def test_two_forged_lines_of_one_revision_do_not_vouch_for_each_other(tmp_path):
+    alice, bob, record = team_with_record(tmp_path)
+    gov = {
+        "revision": 9,
+        "verification": "verified",
+        "verifiedAt": record.updatedAt,
+        "verifiedBy": "user",
+    }
+    forge(bob, record.id, updatedAt=record.updatedAt + 10, governance=gov)
+    forge(bob, record.id, updatedAt=record.updatedAt + 11, useCount=3, governance=gov)
+    publish(bob, "forged twice")
+    pull(alice)
+    assert chain_reason(alice.store.paths, record.id).startswith("revision 2 -> 9 in one line")

@@ -170,8 +170,11 @@ def cmd_check(store: MemoryStore, args: argparse.Namespace) -> int:
 
         if not args.repair:
             raise UsageError("--accept needs --repair")
-        for found in accept(store.paths, args.accept, args.reason or "", store.paths.user_id):
+        taken = accept(store.paths, args.accept, args.reason or "", store.paths.user_id)
+        for found in taken:
             print(f"accepted: {found.record_id}: {found.reason}")
+        if not taken:
+            print(f"{args.accept}: its history holds: nothing to accept")
     report = store.check(repair=args.repair)
     for p in report.problems:
         where = f"{p.path}:{p.line_no}" if p.line_no else str(p.path)

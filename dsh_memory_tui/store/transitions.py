@@ -289,7 +289,9 @@ def keep(
         result = KeepResult(kept, rejected, archived)
         return [r for r in result.written if r is not current], result
 
-    return store.write(view.file, build, confirm_shared=confirm_shared)
+    done = store.write(view.file, build, confirm_shared=confirm_shared)
+    _vouched(store, Action.VERIFY, [done.kept])
+    return done
 
 
 def merge(

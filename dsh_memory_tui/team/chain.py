@@ -170,8 +170,9 @@ def _why(x: Line, first: Line, by_revision: Mapping[int, list[Record]]) -> str |
         if r.status is Status.FORGOTTEN:
             return None
         return _creation_refusal(r)
-    same = [p for p in by_revision.get(n, []) if p is not r]
-    if any(_usage_only(p, r) for p in same):
+    peers = by_revision.get(n, [])
+    earlier = peers[: next(i for i, p in enumerate(peers) if p is r)]
+    if any(_usage_only(p, r) for p in earlier):  # never two new lines vouching for each other
         return None
     before = by_revision.get(n - 1, [])
     if not before:
@@ -392,16 +393,16 @@ def holds(paths: StorePaths, record: Record) -> bool:
 
 def accept(paths: StorePaths, record_id: str, reason: str, by: str) -> list[Break]:
     """A person here accepts every break of ``record_id``'s chain as it is now (``reason``
-    kept with it). ``REASON_REQUIRED`` without a reason; ``NOT_FOUND`` when its chain holds.
+    kept with it); the breaks accepted ([]: its chain holds). ``REASON_REQUIRED`` without a
+    reason.
     """
     if not reason.strip():
         raise StoreError(ErrorCode.REASON_REQUIRED, "accepting a broken chain needs --reason")
     found = all_breaks(paths).get(record_id, [])
     done = accepted(paths).get(record_id, set())
     left = [b for b in found if b.line_hash not in done]
-    if not left:
-        raise StoreError(ErrorCode.NOT_FOUND, f"{record_id} has no broken chain to accept")
-    _record_acceptance(paths, left, reason, by)
+    if left:
+        _record_acceptance(paths, left, reason, by)
     return left
 
 
