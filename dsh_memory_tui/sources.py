@@ -40,7 +40,15 @@ from typing import Literal, NamedTuple
 
 from . import git, jsonl
 from .errors import ErrorCode, StoreError
-from .model import MAX_ID_BYTES, MAX_SOURCE_REFS, Record, SourceRef, Status, Verification
+from .model import (
+    MAX_ID_BYTES,
+    MAX_SOURCE_REFS,
+    Record,
+    SourceRef,
+    Status,
+    Verification,
+    well_formed,
+)
 
 FILE_KIND: Literal["file"] = "file"
 # A cited file larger than this is not read: it cannot be cited, and a cited file that grew
@@ -142,6 +150,8 @@ class Citation:
 
 
 def _relative(path: str) -> str:
+    if well_formed(path) != path:  # bytes that are not UTF-8 (surrogate escapes)
+        raise _bad(f"{path!r}: a file name that is not UTF-8 cannot be cited (ids are text)")
     if _PLAIN.match(path) and not (_DOTS & set(path.split("/"))):
         return path  # the usual form, already as we store it
     if _CONTROL.search(path):

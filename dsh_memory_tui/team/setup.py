@@ -181,7 +181,7 @@ def _drop_line(path: Path, line: str) -> None:
 def _write_text(path: Path, text: str) -> None:
     """A git file replaced atomically, readable as git's own files are (0644, not the
     store's 0600)."""
-    write_atomic(path, text.encode())
+    write_atomic(path, os.fsencode(text))  # a path that is not UTF-8: its own bytes, as git
     try:
         os.chmod(path, 0o644)
     except OSError as exc:
@@ -190,7 +190,7 @@ def _write_text(path: Path, text: str) -> None:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return os.fsdecode(path.read_bytes())  # git's patterns are bytes: any of them kept
     except FileNotFoundError:
         return ""
     except (OSError, UnicodeDecodeError) as exc:
