@@ -350,6 +350,8 @@ def all_breaks(paths: StorePaths, trust_first: bool = True) -> dict[str, list[Br
     range that adds the file judges its every line).
     """
     shared = paths.shared_file().path
+    if not shared.exists():
+        return {}  # no shared record to judge: git is not asked
     where = repository_path(paths.workspace, shared)
     top, rel = where if where is not None else (paths.workspace, "")
     at = head(top) if where is not None else None
@@ -361,7 +363,10 @@ def all_breaks(paths: StorePaths, trust_first: bool = True) -> dict[str, list[Br
         history = _history(top, rel, at) if where is not None else History("")
     except StoreError:
         history = History(rel)  # git failed: judge the file's own lines
-    got = read_file(shared)
+    try:
+        got = read_file(shared)
+    except StoreError:
+        got = None  # unsafe or unreadable: its readers say so; nothing here to judge
     found = find_breaks(history, got[1] if got else b"", paths.root_id, trust_first)
     _VERDICTS[paths.root_id] = (key, found)
     return found
