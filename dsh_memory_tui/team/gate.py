@@ -17,7 +17,7 @@ from ..errors import ErrorCode, StoreError
 from ..jsonl import read_file
 from ..model import Record
 from ..paths import StorePaths
-from .chain import Break, all_breaks
+from .chain import Break, accepted, all_breaks
 from .history import WORKING_TREE, commits, head, repository_path, resolve
 from .merge import conflict_marker_lines
 from .readable import Change, changes, current_records, record_state
@@ -105,8 +105,9 @@ class GateReport:
 def gate(paths: StorePaths, since: str) -> GateReport:
     """``check --since REV``: every memory change of ``REV..HEAD`` and the working file, and
     what fails it: a break brought by the range (a line the range or the working file
-    added), conflict markers in the file, a verified record the range changed that carries a
-    secret or an instruction flag. ``GIT_FAILED`` outside git or for an unknown REV.
+    added; not one a person here accepted: CI's fresh home has none), conflict markers in
+    the file, a verified record the range changed that carries a secret or an instruction
+    flag. ``GIT_FAILED`` outside git or for an unknown REV.
     """
     top, rel = _repository(paths)
     base = resolve(top, since)
@@ -119,8 +120,11 @@ def gate(paths: StorePaths, since: str) -> GateReport:
         before = blobs.read(f"{base}:{rel}")
     old = set((before or b"").split(b"\n"))
     # A range that adds the file: its first version is no baseline, every line is judged.
-    for found in all_breaks(paths, trust_first=before is not None).values():
-        report.breaks += [b for b in found if b.line not in old]
+    ok = accepted(paths)  # CI's fresh home has none; a person's own clone may
+    for rid, found in all_breaks(paths, trust_first=before is not None).items():
+        report.breaks += [
+            b for b in found if b.line not in old and b.line_hash not in ok.get(rid, set())
+        ]
     touched = {c.record.id for c in report.changes}
     current, _ = current_records(data)
     for rid in sorted(touched & current.keys()):
