@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from ..host_rules import Scope
 from ..present import json_for_terminal, record_facts, visible
 from ..usage import UsageError
 from .command import (
@@ -43,7 +44,28 @@ def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
         sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
     else:
         print_records(records, sys.stdout, store.known_ids, clone_names(store, records))
+    _warn_conflict_markers(store, args.scope)
     return 0
+
+
+def _warn_conflict_markers(store: MemoryStore, scope: Scope | str | None) -> None:
+    """A warning on stderr when the shared file holds git's conflict markers: what is listed
+    is what both programs read of a file a line merge left half done."""
+    if scope is not None and Scope(scope) is not Scope.SHARED:
+        return
+    from ..jsonl import read_file
+    from ..team import conflict_marker_lines
+
+    path = store.paths.shared_file().path
+    got = read_file(path)
+    marked = conflict_marker_lines(got[1]) if got else []
+    if marked:
+        print(
+            f"warning: {path} has git conflict markers (line {marked[0]}"
+            f"{f' and {len(marked) - 1} more' if len(marked) > 1 else ''}): it was merged by "
+            "line; dsh-memory check --repair merges it by record id",
+            file=sys.stderr,
+        )
 
 
 @command(
@@ -51,6 +73,7 @@ def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     "one record",
     record_id("id"),
     arg("--history", action="store_true", help="every revision still in the file"),
+    arg("--reveal", action="store_true", help="print a flagged secret whole (masked otherwise)"),
     arg("--json", action="store_true"),
 )
 def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -70,6 +93,15 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
         by = clone_names(store, [record])
         if by is not None:
             facts.append(("written by", visible(by(record)) + " (another clone of this project)"))
+        if not args.reveal:
+            from .. import lint  # show masks secrets: the only command here that flags
+
+            found = lint.record_flags(record)
+            secrets = sum(f.kind == "secret" for f in found)
+            if secrets:
+                facts.append(("secrets", f"{secrets} flagged, shown masked (show --reveal)"))
+            record = lint.masked_record(record)
+            history = None if history is None else [lint.masked_record(r) for r in history]
         print_record(record, history, sys.stdout, facts)
     return 0
 
