@@ -24,7 +24,7 @@ from ..errors import StoreError
 from ..governance import conflict_rivals
 from ..model import Record, Scope, Status
 from .citations import CitationStates
-from .evidence import RecordEvidence, flag_lines
+from .evidence import RecordEvidence
 from .host import RecordsChanged
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
@@ -343,7 +343,7 @@ class RecordTabs(TabbedContent):
             for s in evidence.near(record)
             if (other := self.record(s.record_id)) is not None
         )
-        return RecordEvidence(tuple(flag_lines(record, evidence.found(record))), near)
+        return RecordEvidence.of(record, evidence.found(record), near)
 
     def group_records(self, record: Record) -> list[Record]:
         """The versions of the record's open conflict group (itself included), or []."""
