@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import lint
-from ..model import records_json
+from ..model import Scope, records_json
 from ..present import json_for_terminal, record_facts, visible
 from ..store import MemoryStore
 from ..usage import UsageError
@@ -40,7 +40,28 @@ def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
         sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
     else:
         print_records(records, sys.stdout, store.known_ids, clone_names(store, records))
+    _warn_conflict_markers(store, args.scope)
     return 0
+
+
+def _warn_conflict_markers(store: MemoryStore, scope: Scope | str | None) -> None:
+    """A warning on stderr when the shared file holds git's conflict markers: what is listed
+    is what both programs read of a file a line merge left half done."""
+    if scope is not None and Scope(scope) is not Scope.SHARED:
+        return
+    from ..jsonl import read_file
+    from ..team import conflict_marker_lines
+
+    path = store.paths.shared_file().path
+    got = read_file(path)
+    marked = conflict_marker_lines(got[1]) if got else []
+    if marked:
+        print(
+            f"warning: {path} has git conflict markers (line {marked[0]}"
+            f"{f' and {len(marked) - 1} more' if len(marked) > 1 else ''}): it was merged by "
+            "line; dsh-memory check --repair merges it by record id",
+            file=sys.stderr,
+        )
 
 
 @command(

@@ -109,7 +109,22 @@ def apply(
             _citations_hold(store, current)
         return _transition(store, action, current, reason)
 
-    return store.revise(record_id, change, confirm_shared=confirm_shared)
+    done = store.revise(record_id, change, confirm_shared=confirm_shared)
+    _vouched(store, action, [done])
+    return done
+
+
+def _vouched(store: MemoryStore, action: Action, records: Iterable[Record]) -> None:
+    """A person here verified these: a shared record's history as it is now is theirs to
+    vouch for (``team.chain``: a broken one is served again)."""
+    if action not in (Action.VERIFY, Action.REVERIFY):
+        return
+    shared = [r for r in records if r.scope is Scope.SHARED]
+    if shared:
+        from ..team.chain import accept_verified
+
+        for r in shared:
+            accept_verified(store.paths, r.id, store.paths.user_id)
 
 
 def apply_many_report(
@@ -150,6 +165,7 @@ def apply_many_report(
         written, passed = store.write(file, build, confirm_shared=confirm_shared, about=ids)
         out.extend(written)
         skipped.extend(passed)
+    _vouched(store, action, out)
     return out, skipped
 
 
@@ -187,7 +203,9 @@ def reverify_citations(
         return out, final
 
     view, _ = store.locate(record_id)
-    return store.write(view.file, build, confirm_shared=confirm_shared)
+    done = store.write(view.file, build, confirm_shared=confirm_shared)
+    _vouched(store, Action.REVERIFY, [done])
+    return done
 
 
 def keep(
@@ -231,7 +249,9 @@ def keep(
         result = KeepResult(kept, rejected, archived)
         return [r for r in result.written if r is not current], result
 
-    return store.write(view.file, build, confirm_shared=confirm_shared)
+    done = store.write(view.file, build, confirm_shared=confirm_shared)
+    _vouched(store, Action.VERIFY, [done.kept])
+    return done
 
 
 def merge(
