@@ -17,8 +17,7 @@ Adding a reason is one place: a ``Reason``, the verifications it can apply to an
 (a function of the record and the ``Facts``) as one row of ``_RULES``, whose order is the
 order reasons are shown in. A rule
 that needs a fact not in ``Facts`` adds a field there, filled by ``store_facts`` and by the
-app (its Review tab's ``Facts``). The team's verdict on a broken history chain goes in as
-such a row after MERGE: its rule reads the record's lines (``Facts.versions``).
+app (its Review tab's ``Facts``).
 
 Nothing here imports textual; nothing here writes.
 """
@@ -27,14 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from . import lint
 from .governance import ConflictIndex
 from .model import Origin, Record, Scope, Status, Verification
 from .present import expired_at
-from .sources import Sources
-from .store import FileView, MemoryStore
-from .team import divergences, rival_id
+from .team import broken_chains, divergences, rival_id
+
+if TYPE_CHECKING:
+    from .sources import Sources
+    from .store import FileView, MemoryStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,7 @@ class Reason:
 
 SECRET = Reason("secret", "secret", "verified with a secret")
 MERGE = Reason("merge", "merge", "merge rival")
+CHAIN = Reason("chain", "history", "broken history")
 CONFLICT = Reason("conflict", "conflict", "conflict group")
 CODE_CHANGED = Reason("code-changed", "code", "code changed")
 EXPIRED = Reason("expired", "expired", "expired")
@@ -78,6 +80,8 @@ class Facts:
     view_of: Callable[[str], FileView | None]
     code_changed: Callable[[Record], bool]
     secret: Callable[[Record], bool]
+    # A shared record whose history does not hold (``team.broken_chains``), not accepted here.
+    chain_broken: Callable[[Record], bool]
 
     def record(self, record_id: str) -> Record | None:
         view = self.view_of(record_id)
@@ -141,6 +145,10 @@ def _merge(r: Record, f: Facts) -> bool:
     return _rivals(r, f) or _decided_two_ways(r, f)
 
 
+def _chain(r: Record, f: Facts) -> bool:
+    return r.scope is Scope.SHARED and f.chain_broken(r)
+
+
 def _conflict(r: Record, f: Facts) -> bool:
     return f.group_of(r.id) is not None and not _merge(r, f)
 
@@ -177,11 +185,12 @@ def _draft(r: Record, f: Facts) -> bool:
 
 # Each reason, the verifications it can apply to (its rule is asked only for those) and its
 # rule, in the order reasons are shown and counted: what an agent is served wrongly first,
-# then versions to choose between (the team's broken history chain goes after MERGE), then
-# what was verified and is withheld, then what was never verified.
+# then versions to choose between and histories to vouch for, then what was verified and is
+# withheld, then what was never verified.
 _RULES: tuple[tuple[Reason, frozenset[Verification], Rule], ...] = (
     (SECRET, frozenset({Verification.VERIFIED}), _secret),
     (MERGE, ANY, _merge),
+    (CHAIN, ANY, _chain),
     (CONFLICT, ANY, _conflict),
     (CODE_CHANGED, ONCE_VERIFIED, _code_changed),
     (EXPIRED, ONCE_VERIFIED, _expired),
@@ -242,10 +251,15 @@ def code_changed_rule(sources: Sources) -> Callable[[Record], bool]:
 
 def store_facts(store: MemoryStore, views: Sequence[FileView], now: int) -> Facts:
     """``Facts`` over ``views`` (refreshed): every record of them, checked now. The secret
-    flags of the active, verified records are computed here (``lint.verified_secrets``)."""
+    flags of the active, verified records are computed here (``lint.verified_secrets``), and
+    the shared file's history judged (``team.broken_chains``: git, when it is in a repository).
+    """
+    from . import lint  # risk flags load with the command that asks for them
+
     owner = {rid: view for view in views for rid in view.current}
     records = [view.current[rid] for rid, view in owner.items()]
     secrets = {r.id for r in lint.verified_secrets(records)}
+    broken = broken_chains(store.paths)
     conflicts = ConflictIndex(records)
     return Facts(
         clock=lambda: now,
@@ -255,6 +269,7 @@ def store_facts(store: MemoryStore, views: Sequence[FileView], now: int) -> Fact
         view_of=owner.get,
         code_changed=code_changed_rule(store.sources),
         secret=lambda r: r.id in secrets,
+        chain_broken=lambda r: r.id in broken,
     )
 
 
