@@ -38,10 +38,11 @@ if TYPE_CHECKING:
     from .store import FileView, MemoryStore
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # one object per reason: compared by identity
 class Reason:
     """Why a record waits: ``code`` (stable, for ``--json`` and scripts), ``label`` (at most
-    8 characters: a narrow column), ``words`` (a wide column, counts, the CLI)."""
+    12 characters: the Review tab's Why column and its counts), ``words`` (the CLI, the
+    detail pane)."""
 
     code: str
     label: str
@@ -52,10 +53,10 @@ class Reason:
 
 
 SECRET = Reason("secret", "secret", "verified with a secret")
-MERGE = Reason("merge", "merge", "merge rival")
+MERGE = Reason("merge", "merge rival", "merge rival")
 CHAIN = Reason("chain", "history", "broken history")
 CONFLICT = Reason("conflict", "conflict", "conflict group")
-CODE_CHANGED = Reason("code-changed", "code", "code changed")
+CODE_CHANGED = Reason("code-changed", "code changed", "code changed")
 EXPIRED = Reason("expired", "expired", "expired")
 STALE = Reason("stale", "stale", "stale")
 TEAMMATE = Reason("teammate", "teammate", "teammate's proposal")

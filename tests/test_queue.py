@@ -182,7 +182,7 @@ def test_archived_forgotten_and_rejected_records_never_wait(dirs):
     assert why(store) == {}
 
 
-def test_reasons_come_in_one_order_with_stable_codes_and_labels_that_fit_8_columns():
+def test_reasons_come_in_one_order_with_stable_codes_and_labels_that_fit_12_columns():
     codes = [r.code for r in queue.REASONS]
     assert codes == [
         "secret",
@@ -198,7 +198,7 @@ def test_reasons_come_in_one_order_with_stable_codes_and_labels_that_fit_8_colum
         "draft",
         "digest",
     ]
-    assert all(len(r.label) <= 8 for r in queue.REASONS)
+    assert all(len(r.label) <= 12 for r in queue.REASONS)
     assert queue.BY_CODE["merge"] is queue.MERGE
 
 

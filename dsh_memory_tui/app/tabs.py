@@ -28,7 +28,7 @@ from .evidence import RecordEvidence
 from .host import RecordsChanged
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
-from .review import banner, group_key, tab_rule
+from .review import ReviewRule, banner, group_key, review_facts, tab_rule
 from .widgets.record_table import RecordTable
 
 if TYPE_CHECKING:
@@ -58,18 +58,25 @@ class RecordTabs(TabbedContent):
         self._selection_changed = selection_changed
         flags = host.flags
         rereview = citations.needs_review
+        root_id = host.store.paths.root_id
+        facts = review_facts(host.shown, root_id, host.store.clock, rereview, host.evidence)
+        self.queue = ReviewRule(facts, lambda: flags.review_derived)
         panes = {}
         for spec in TABS:
+            rule = (
+                self.queue
+                if spec.scope is None
+                else tab_rule(spec.scope, lambda: flags.show_inactive)
+            )
             pane = RecordPane(
                 spec,
-                tab_rule(
-                    spec.scope, lambda: flags.show_inactive, lambda: flags.review_derived, rereview
-                ),
-                host.store.paths.root_id,
+                rule,
+                root_id,
                 lambda rid: host.shown.conflicts.group(rid),
                 host.store.clock,
                 host.evidence,
                 rereview,
+                self.queue if spec.scope is None else None,
             )
             pane.in_view = spec.id == host.initial_tab
             panes[spec.id] = pane
@@ -166,11 +173,16 @@ class RecordTabs(TabbedContent):
             pane.apply(records)
         self.after_change()
 
-    def evidence_changed(self) -> None:
-        """The evidence worker found flags or near-duplicates: rows and the detail again."""
+    def evidence_changed(self, judged: set[str]) -> None:
+        """The evidence worker found flags or near-duplicates: rows and the detail again;
+        ``judged``: the records whose secret or broken history it found or lost (whether
+        they wait in the Review tab)."""
         for pane in self.panes():
             pane.evidence_changed()
-        self.show_detail(self.current_pane)
+        if judged:
+            self.apply(judged)
+        else:
+            self.show_detail(self.current_pane)
 
     def after_change(self) -> None:
         """The Review tab's count, the banners and the detail pane."""
@@ -179,6 +191,7 @@ class RecordTabs(TabbedContent):
         if label != self._review_label:
             self._review_label = label
             _relabel(self.get_tab("review"), label)
+        review.set_counts()
         store = self.host.store
         views = store.views(refresh=False)  # one directory listing for every banner
         quarantined = store.quarantine_counts()  # streamed and cached by the store
@@ -256,6 +269,7 @@ class RecordTabs(TabbedContent):
             evidence=self.record_evidence(record),
             served=self.served_line(record, now),
             citations=self.citations.of(record.id),
+            waits=[reason.words for reason in self.queue.of(record)],
         )
         self.read_audit()
 

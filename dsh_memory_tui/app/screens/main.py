@@ -135,8 +135,11 @@ class MainScreen(Screen[None]):
             self.show_status()
         self.host.gather_evidence()
 
-    def evidence_changed(self) -> None:
-        self.tabs.evidence_changed()
+    def evidence_changed(self, judged: set[str]) -> None:
+        """The evidence worker's news (``judged``: records it found a secret or a broken
+        history in, or no longer)."""
+        with self.app.batch_update():
+            self.tabs.evidence_changed(judged)
 
     def shown_records(self) -> list[Record]:
         return self.tabs.shown_records()
