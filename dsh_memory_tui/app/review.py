@@ -18,7 +18,7 @@ from pathlib import Path
 from ..governance import ConflictIndex
 from ..model import Origin, Record, Scope, Status
 from ..paths import StorePaths
-from ..present import visible
+from ..present import expired_at, visible
 from ..queue import DIGEST, REASONS, Facts, Reason, reasons, shown
 from ..store import FileView, other_roots
 from .evidence import Evidence
@@ -233,6 +233,17 @@ def why_cell(found: tuple[Reason, ...]) -> str:
         return ""
     more = f" +{len(found) - 1}" if len(found) > 1 else ""
     return found[0].label + more
+
+
+def expired_since(records: Iterable[Record], since: int, now: int) -> list[str]:
+    """The ids of ``records`` whose expiry passed after ``since`` and by ``now``: no file
+    changed, yet each is now shown stale and waits on a human (the app looks every
+    ``EXPIRY_CHECK_S``)."""
+    return [
+        r.id
+        for r in records
+        if (at := r.governance.expiresAt) is not None and since < at <= now and expired_at(r, now)
+    ]
 
 
 _TAB_OF = {Scope.PROJECT: "Project", Scope.SHARED: "Shared"}

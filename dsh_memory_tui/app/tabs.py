@@ -28,7 +28,14 @@ from .evidence import RecordEvidence
 from .host import RecordsChanged
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
-from .review import ReviewRule, banner, group_key, review_facts, tab_rule
+from .review import (
+    ReviewRule,
+    banner,
+    expired_since,
+    group_key,
+    review_facts,
+    tab_rule,
+)
 from .widgets.record_table import RecordTable
 
 if TYPE_CHECKING:
@@ -85,6 +92,7 @@ class RecordTabs(TabbedContent):
         for spec in TABS:  # as ``with TabbedContent(): yield TabPane(...)`` adds them
             self.compose_add_child(TabPane(spec.title, panes[spec.id], id=spec.id))
         self._review_label = ""
+        self._expiry_looked = host.store.clock()  # expiries before it are in the load
         self._detail_timer: Timer | None = None
         self._last_move = 0.0
         # Each record's servings for the detail pane (the app only reads the log), read in a
@@ -172,6 +180,16 @@ class RecordTabs(TabbedContent):
         for pane in self.panes():
             pane.apply(records)
         self.after_change()
+
+    def expiries_passed(self) -> None:
+        """Records whose expiry passed since the last look (no file changed): shown stale,
+        waiting in the Review tab."""
+        now = self.host.store.clock()
+        since, self._expiry_looked = self._expiry_looked, now
+        passed = expired_since(self.known_records(), since, now)
+        if passed:
+            with self.app.batch_update():
+                self.apply(set(passed))
 
     def evidence_changed(self, judged: set[str]) -> None:
         """The evidence worker found flags or near-duplicates: rows and the detail again;

@@ -15,13 +15,14 @@ from teamgit import Clone, make_team
 from test_queue import expire
 
 from dsh_memory_tui.app.app import MemoryApp
+from dsh_memory_tui.app.screens import main as main_screen
 from dsh_memory_tui.bundle import apply_import, plan_import
 from dsh_memory_tui.demo import build_demo
-from dsh_memory_tui.model import SourceRef, Verification
+from dsh_memory_tui.model import SourceRef, Verification, next_revision
 from dsh_memory_tui.queue import BY_CODE
 from dsh_memory_tui.store import MemoryStore
 
-from .helpers import SIZE, make_app, screen_text, table_keys, wait_for
+from .helpers import SIZE, goto, make_app, screen_text, table_keys, wait_for
 
 KEY = "AKIA81U33XTPLPFT75V2"  # an AWS access key's format (random): lint's secret flag
 WHY = 3  # the Why column's place in a Review row
@@ -144,6 +145,31 @@ async def test_every_reason_of_one_store_is_a_row_saying_it_as_dsh_memory_queue_
         assert why_of(app, later) == "code changed"
         assert "2 code changed" in counts_line(app)
     assert set(queue_json(home, ws)) == set(expected) | {later}
+
+
+async def test_a_record_whose_expiry_passes_while_the_app_is_open_joins(
+    tmp_path: Path, monkeypatch
+):
+    monkeypatch.setattr(main_screen, "EXPIRY_CHECK_S", 0.05)
+    now = {"ms": 1_800_000_000_000}
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    store = MemoryStore.open(home, ws, "alice", clock=lambda: now["ms"])
+    rid = store.create("project", "fact", "Token TTL", "tokens live 1 h").id
+    store.verify(rid)
+    view, current = store.locate(rid)
+    until = next_revision(current, now["ms"], None, {"expiresAt": now["ms"] + 60_000})
+    store.write(view.file, lambda _view: ([until], None))
+    app = MemoryApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        assert table_keys(app, "project") == [rid] and table_keys(app, "review") == []
+        now["ms"] += 61_000  # no file changes: only the clock
+        await wait_for(pilot, lambda: rid in app.pane("review").records, what="the expiry")
+        assert "Review (1)" in screen_text(app)
+        await goto(pilot, app, "review")
+        assert table_keys(app, "review") == [rid] and why_of(app, rid) == "expired"
+        assert counts_line(app) == "1 waiting on a human: 1 expired"
 
 
 async def test_a_teammates_unverified_shared_record_waits_as_theirs(tmp_path: Path):

@@ -59,6 +59,8 @@ from .transitions import Transitions
 if TYPE_CHECKING:
     from ..host import StoreHost
 
+# How often the tabs look for records whose expiry passed (no file changes when one does).
+EXPIRY_CHECK_S = 5.0
 PROGRESS_TICK_S = 0.5  # the status line's count of seconds while a write runs
 
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
@@ -113,6 +115,7 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         """The tabs are up: the host shows the store in them."""
         self.tabs.follow_cursors()
+        self.set_interval(EXPIRY_CHECK_S, self.tabs.expiries_passed, name="expiries")
         if self.host.begin():
             self.tabs.current_pane.table.focus()
             self.show_status()
