@@ -447,6 +447,8 @@ def cmd_merge(store: MemoryStore, args: argparse.Namespace) -> int:
     other = result.other
     word = other.governance.verification.value if other.status is Status.ACTIVE else "archived"
     print(f"{word}: {other.id}")
+    for ref, why in result.dropped:
+        print(visible(f"not kept: {ref.kind} {ref.id} of {other.id} ({why})"))
     return _written(result.kept.id, f"merged: revision {result.kept.governance.revision}, verified")
 
 
