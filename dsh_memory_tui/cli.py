@@ -404,6 +404,10 @@ RECEIPT_ACTIONS = ("forget", "archive", "reject")
 def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.command == "forget":
         record = store.forget(args.id, confirm_shared=args.yes_shared)
+    elif args.command == "reverify":
+        record = store.reverify_citations(
+            args.id, reason=args.reason, citations=args.cite, confirm_shared=args.yes_shared
+        )
     else:
         record = store.apply(
             Action(args.command),
@@ -852,7 +856,11 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_ in (
         ("verify", "mark an unverified record verified"),
         ("reject", "reject an unverified record"),
-        ("reverify", "verify a stale record again"),
+        (
+            "reverify",
+            "verify a stale record again, or one whose cited code changed: each citation "
+            "takes today's text where it is now (--cite: these instead)",
+        ),
         ("pin", "pin a verified record (the agent sees it first)"),
         ("unpin", "unpin a record"),
         ("archive", "archive a record"),
@@ -865,6 +873,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--reason", help="why (needed to verify a record that carries risk flags)"
             )
+        if name == "reverify":
+            cite_opt(p, edit=True)
         shared_opt(p)
 
     p = command(
