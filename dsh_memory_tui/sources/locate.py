@@ -12,10 +12,12 @@ functions, no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable
-from difflib import SequenceMatcher
+from difflib import Match, SequenceMatcher
 
 # How alike a changed first or last line must be to the cited one to be taken as it.
 SIMILAR = 0.6
+# How many lines beyond twice the citation's size the alignment looks (lines added inside it).
+REACH = 64
 
 
 def find_exact(
@@ -73,11 +75,13 @@ def locate(old: list[bytes], lines: list[bytes], start: int) -> tuple[int, int] 
     if shift is None or not old:
         return _in_place(old, lines, start)
     size = len(old)
-    lo = max(0, start - 1 + shift - size)
-    hi = min(len(lines), start - 1 + shift + 2 * size)
+    # Far enough for lines added inside the cited code; the alignment keeps their order.
+    reach = 2 * size + REACH
+    lo = max(0, start - 1 + shift - reach)
+    hi = min(len(lines), start - 1 + shift + size + reach)
     window = lines[lo:hi]
     matcher = SequenceMatcher(None, old, window, autojunk=False)
-    blocks = [b for b in matcher.get_matching_blocks() if b.size]
+    blocks = _clustered([b for b in matcher.get_matching_blocks() if b.size], old)
     if not any(line.strip() for b in blocks for line in old[b.a : b.a + b.size]):
         return None
     head, tail = blocks[0], blocks[-1]
@@ -90,6 +94,29 @@ def locate(old: list[bytes], lines: list[bytes], start: int) -> tuple[int, int] 
     while a < size and b < len(window) and _alike(old[a], window[b]):
         last, a, b = b, a + 1, b + 1
     return lo + first + 1, lo + last + 1
+
+
+def _trivial(lines: list[bytes]) -> bool:
+    return all(len(line.strip()) < 3 for line in lines)
+
+
+def _clustered(blocks: list[Match], old: list[bytes]) -> list[Match]:
+    """``blocks`` without a first or last one of only trivial lines (a brace, a blank) far
+    from the rest: a cited ``}`` that is gone matched to another one further down."""
+    size = len(old)
+
+    def far(x: Match, y: Match) -> bool:
+        return (y.b - (x.b + x.size)) - (y.a - (x.a + x.size)) > size
+
+    while len(blocks) > 1 and _trivial(old[blocks[0].a : blocks[0].a + blocks[0].size]):
+        if not far(blocks[0], blocks[1]):
+            break
+        blocks = blocks[1:]
+    while len(blocks) > 1 and _trivial(old[blocks[-1].a : blocks[-1].a + blocks[-1].size]):
+        if not far(blocks[-2], blocks[-1]):
+            break
+        blocks = blocks[:-1]
+    return blocks
 
 
 def _in_place(old: list[bytes], lines: list[bytes], start: int) -> tuple[int, int] | None:
