@@ -7,38 +7,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import git
+from ..errors import StoreError
 from .snapshots import NOT_KEPT
+from .text import MAX_CITED_FILE_BYTES
 
 # How far back git history is searched for the cited text.
 GIT_COMMITS = 200
-GIT_TIMEOUT = 10.0
-
-
-def _git(
-    workspace: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            ["git", "-C", os.fspath(workspace), *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", **(env or {})},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
-def _toplevel(workspace: Path) -> Path | None:
-    top = _git(workspace, "rev-parse", "--show-toplevel")
-    if top is None or top.returncode != 0:
-        return None
-    return Path(os.fsdecode(top.stdout.strip()))
 
 
 def _in_repo(root: Path, full: Path) -> str | None:
@@ -59,23 +38,24 @@ def git_text(
     touched ``path`` in which ``cited_in`` (the hash and text the citation has in a version
     of the file, or None) gives ``digest``; else None and why.
     """
-    root = _toplevel(workspace)
+    root = git.toplevel(workspace)
     if root is None:
         return None, f"{NOT_KEPT}, and the workspace is not a git repository"
     in_repo = _in_repo(root, workspace / path)
     if in_repo is None:
         return None, f"{NOT_KEPT}, and the file is outside the git repository"
-    log = _git(root, "log", f"-n{GIT_COMMITS}", "--format=%H", "--", in_repo)
-    commits = log.stdout.decode().split() if log is not None and log.returncode == 0 else []
-    for commit in commits:
-        shown = _git(root, "show", f"{commit}:{in_repo}")
-        if shown is None or shown.returncode != 0:
-            continue
-        got = cited_in(shown.stdout)
-        if got is not None and got[0] == digest:
-            return got[1], f"git commit {commit[:12]}"
-    shallow = _git(root, "rev-parse", "--is-shallow-repository")
-    if shallow is not None and shallow.stdout.strip() == b"true":
+    log = git.text(root, "log", f"-n{GIT_COMMITS}", "--format=%H", "--", in_repo)
+    try:
+        # The file's versions through one git cat-file, newest first, until one holds it.
+        with git.Blobs(root) as blobs:
+            for commit in (log or "").split():
+                shown = blobs.read(f"{commit}:{in_repo}", MAX_CITED_FILE_BYTES)
+                got = None if shown is None else cited_in(shown)
+                if got is not None and got[0] == digest:
+                    return got[1], f"git commit {commit[:12]}"
+    except StoreError as exc:
+        return None, f"{NOT_KEPT}, and git's history cannot be read ({exc.message})"
+    if git.text(root, "rev-parse", "--is-shallow-repository") == "true":
         return None, f"{NOT_KEPT}, and this shallow clone's history does not hold the cited text"
     return None, (
         f"{NOT_KEPT}, and the last {GIT_COMMITS} commits of the file do not hold the cited text"
@@ -89,42 +69,35 @@ def renamed(workspace: Path, path: str) -> str | None:
     working tree, staged and unstaged changes and untracked files alike, through a copy of the
     index (the repository's own is never written).
     """
-    root = _toplevel(workspace)
+    root = git.toplevel(workspace)
     if root is None:
         return None
     old = _in_repo(root, workspace / path)
     if old is None:
         return None
     base = "HEAD"
-    held = _git(root, "cat-file", "-e", f"HEAD:{old}")
-    if held is None or held.returncode != 0:
-        last = _git(root, "log", "-n1", "--format=%H", "--", old)
-        commit = last.stdout.decode().strip() if last is not None and last.returncode == 0 else ""
+    if git.attempt(root, "cat-file", "-e", f"HEAD:{old}") is None:
+        commit = git.text(root, "log", "-n1", "--format=%H", "--", old)
         if not commit:
             return None  # never committed: git cannot tell where it went
         base = f"{commit}^"
     with tempfile.TemporaryDirectory(prefix="dsh-renames-") as tmp:
-        index = os.path.join(tmp, "index")
-        env = {"GIT_INDEX_FILE": index}
-        git_dir = _git(root, "rev-parse", "--git-dir")
-        if git_dir is not None and git_dir.returncode == 0:
-            real = root / os.fsdecode(git_dir.stdout.strip()) / "index"
-            if real.is_file():
-                shutil.copyfile(real, index)
+        index = Path(tmp) / "index"
+        git_dir = git.text(root, "rev-parse", "--git-dir")
+        if git_dir and (root / git_dir / "index").is_file():
+            shutil.copyfile(root / git_dir / "index", index)
         # Untracked files as intent-to-add: the working tree's renames are seen too.
-        _git(root, "add", "--intent-to-add", "--all", "--", ".", env=env)
-        diff = _git(root, "diff", "-M", "--name-status", "-z", base, "--", env=env)
-    if diff is None or diff.returncode != 0:
+        git.attempt(root, "add", "--intent-to-add", "--all", "--", ".", index=index)
+        diff = git.attempt(root, "diff", "-M", "--name-status", "-z", base, "--", index=index)
+    if diff is None:
         return None
-    fields = diff.stdout.split(b"\0")
+    fields = diff.split(b"\0")
     i = 0
     while i < len(fields) - 1:
         status = fields[i]
-        if status.startswith(b"R") and i + 2 < len(fields):
-            if os.fsdecode(fields[i + 1]) == old:
+        if status[:1] in (b"R", b"C") and i + 2 < len(fields):
+            if status[:1] == b"R" and os.fsdecode(fields[i + 1]) == old:
                 return _in_workspace(root, workspace, os.fsdecode(fields[i + 2]))
-            i += 3
-        elif status.startswith(b"C") and i + 2 < len(fields):
             i += 3
         else:
             i += 2
