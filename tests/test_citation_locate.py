@@ -31,7 +31,7 @@ EDIT = st.tuples(st.sampled_from(["insert", "delete", "change"]), st.floats(0, 1
 
 
 def _text(n: int) -> str:
-    return hashlib.sha256(str(n).encode()).hexdigest()[:16]
+    return hashlib.sha256(str(n).encode()).hexdigest()[:24]
 
 
 def _apply(

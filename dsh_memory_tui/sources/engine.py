@@ -94,12 +94,19 @@ class _FileState:
 
 class Unlocated(StoreError):
     """INVALID_CITATION: re-verify cannot tell where some cited text is now. ``guesses``:
-    each such citation's check and where to look first (the app prefills it), or None.
+    each such citation's check and where to look first (the app prefills it), or None;
+    ``found``: where the others are now.
     """
 
-    def __init__(self, message: str, guesses: list[tuple[Check, Citation | None]]) -> None:
+    def __init__(
+        self,
+        message: str,
+        guesses: list[tuple[Check, Citation | None]],
+        found: list[Citation] | None = None,
+    ) -> None:
         super().__init__(ErrorCode.INVALID_CITATION, message)
         self.guesses = guesses
+        self.found = found or []
 
 
 class Sources:
@@ -443,7 +450,7 @@ class Sources:
             else:
                 found.append(place)
         if lost:
-            raise Unlocated(_unlocated_message(record, lost), lost)
+            raise Unlocated(_unlocated_message(record, lost), lost, found)
         return with_citations(refs, self.cite_all(found, tag))
 
     # ----------------------------------------------------------------- snapshots, diff

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from difflib import Match, SequenceMatcher
 
 # How alike a changed first or last line must be to the cited one to be taken as it.
-SIMILAR = 0.6
+SIMILAR = 0.5
+# The same, for cited text of which no line is left as it was (nothing else anchors it).
+IN_PLACE = 0.6
 # How many lines beyond twice the citation's size the alignment looks (lines added inside it).
 REACH = 64
 
@@ -59,11 +61,17 @@ def likely_shift(old: list[bytes], lines: list[bytes], start: int) -> int | None
     return min(votes, key=lambda k: (-votes[k], abs(k)))
 
 
-def _alike(a: bytes, b: bytes) -> bool:
-    if not a.strip() or not b.strip():
+def _alike(a: bytes, b: bytes, similar: float = 0.0) -> bool:
+    """Whether ``b`` reads as ``a`` edited: one holds the other (a comment or an argument
+    added), or they are ``similar`` (default ``SIMILAR``: a value changed)."""
+    similar = similar or SIMILAR
+    x, y = a.strip(), b.strip()
+    if not x or not y:
         return False
+    if len(x) >= 4 and len(y) >= 4 and (x in y or y in x):
+        return True
     matcher = SequenceMatcher(None, a, b, autojunk=False)
-    return matcher.real_quick_ratio() >= SIMILAR and matcher.ratio() >= SIMILAR
+    return matcher.real_quick_ratio() >= similar and matcher.ratio() >= similar
 
 
 def locate(old: list[bytes], lines: list[bytes], start: int) -> tuple[int, int] | None:
@@ -126,7 +134,7 @@ def _in_place(old: list[bytes], lines: list[bytes], start: int) -> tuple[int, in
     if not old or end > len(lines):
         return None
     pairs = [(a, b) for a, b in zip(old, lines[start - 1 : end], strict=True) if a.strip()]
-    if pairs and all(_alike(a, b) for a, b in pairs):
+    if pairs and all(_alike(a, b, IN_PLACE) for a, b in pairs):
         return start, end
     return None
 
