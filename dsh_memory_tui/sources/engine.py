@@ -222,7 +222,8 @@ class Sources:
         snapshot until ``keep_snapshots``. INVALID_CITATION: missing, outside, not a regular
         file, a range past the file's end, lines of a binary file, an id over 256 bytes.
         """
-        citation = citation.tagged(tag)
+        if tag is not None:
+            citation = citation.tagged(tag)
         citation.check_length()
         try:
             text = self._read(citation.path)
@@ -439,11 +440,11 @@ class Sources:
         lost: list[tuple[Check, Citation | None]] = []
         for check in self.checks(record):
             if check.state is State.ELSEWHERE and check.citation is not None:
-                # Made in an unrecorded workspace: it holds here if its text is here.
-                check = self.check(check.ref)
-                if check.citation is not None and check.citation.workspace is not None:
-                    lost.append((check, None))
+                if check.citation.workspace is not None:
+                    lost.append((check, None))  # made in another workspace: judged there
                     continue
+                # Made in a workspace no one wrote down: it holds here if its text is here.
+                check = self.check(check.ref)
             place = self.locate(check)
             if place is None:
                 lost.append((check, self.guess(check)))

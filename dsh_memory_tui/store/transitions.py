@@ -38,7 +38,7 @@ from ..model import (
     next_revision,
 )
 from ..paths import StoreFile
-from ..sources import FILE_KIND, Citation, State
+from ..sources import FILE_KIND, Check, Citation, State
 from .view import FileView
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def reverify_citations(
         )
     if record.governance.verification is Verification.VERIFIED and citations is None:
         checks = store.sources.checks(record)
-        if all(c.state in (State.OK, State.ELSEWHERE) for c in checks):
+        if all(c.state is State.OK or _judged_elsewhere(c) for c in checks):
             raise StoreError(
                 ErrorCode.INVALID_TRANSITION,
                 f"cannot reverify {record_id}: it is verified and every citation holds where "
@@ -308,6 +308,12 @@ def reverify_citations(
     done = store.write(view.file, build, confirm_shared=confirm_shared)
     store.sources.keep_snapshots(refs)
     return done
+
+
+def _judged_elsewhere(check: Check) -> bool:
+    """Made in another workspace, which its id names (one no one wrote down is claimed by a
+    re-verify where its text is)."""
+    return check.state is State.ELSEWHERE and bool(check.citation and check.citation.workspace)
 
 
 def _cites(record: Record) -> bool:
