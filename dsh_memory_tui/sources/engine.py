@@ -24,7 +24,7 @@ from ..paths import workspace_root_id
 from . import history
 from .citation import FILE_KIND, Citation, bad, judged_here, tag_for
 from .kinds import BROKEN, HASH, State, kind_of
-from .snapshots import Snapshots
+from .snapshots import SecretCheck, Snapshots
 from .text import FileText, StatKey, Unreadable, check_regular, read_text, stat_key
 
 _UNPARSED = object()
@@ -112,17 +112,22 @@ class Unlocated(StoreError):
 class Sources:
     """Citations in one workspace (``root_id``: its rootId, default: from its path), with
     what each cited file held when last read, kept while its size, mtime, inode and device
-    stay. Not thread-safe: one per thread, or calls under the caller's lock.
+    stay; snapshots under ``snapshots`` (``secret``: the secret detectors, without which none
+    is kept). Not thread-safe: one per thread, or calls under the caller's lock.
     """
 
     def __init__(
-        self, workspace: Path, snapshots: Path | None = None, root_id: str | None = None
+        self,
+        workspace: Path,
+        snapshots: Path | None = None,
+        root_id: str | None = None,
+        secret: SecretCheck | None = None,
     ) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         self._top = os.fspath(self.workspace)
         self.root_id = root_id or workspace_root_id(self.workspace)
         self.snapshots = snapshots
-        self.kept = Snapshots(snapshots)
+        self.kept = Snapshots(snapshots, secret)
         self._files: dict[str, _FileState] = {}
         self._citations: dict[str, Citation | None] = {}
         self._renames: dict[str, tuple[object, str | None]] = {}

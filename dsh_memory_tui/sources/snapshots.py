@@ -2,8 +2,8 @@
 
 One directory per workspace under the home (``snapshots_dir``), 0600 files in 0700
 directories; at most ``MAX_SNAPSHOT_BYTES`` each and ``MAX_SNAPSHOTS_BYTES`` per workspace.
-Text a secret detector flags (``lint``: a key in a cited ``.env``, a token in
-``.git/config``) is never copied into the home: its diff comes from git history or is not
+Text a secret detector flags (``lint``'s, passed in by the store: a key in a cited ``.env``,
+a token in ``.git/config``) is never copied into the home: its diff comes from git history or is not
 shown, and says so. ``prune`` removes what no record cites; ``erase`` what a forgotten
 record cited.
 """
@@ -32,14 +32,6 @@ def snapshots_dir(home_memory_dir: Path, root_id: str) -> Path:
     return home_memory_dir / "snapshots" / hashlib.sha256(root_id.encode()).hexdigest()[:32]
 
 
-def holds_secret(data: bytes) -> bool:
-    """Whether the secret detectors flag anything in ``data`` (read as UTF-8)."""
-    from .. import lint  # its detectors load on first need: most citations never ask
-
-    text = data.decode("utf-8", "replace")
-    return any(f.kind == "secret" for f in lint.text_flags(text, "content"))
-
-
 def snapshots_size(directory: Path) -> int:
     total = 0
     try:
@@ -51,11 +43,18 @@ def snapshots_size(directory: Path) -> int:
     return total
 
 
-class Snapshots:
-    """One workspace's snapshots (``directory`` None: none are kept)."""
+# Whether a text holds a secret (the store passes ``lint``'s detectors; this package reads
+# no record text, and ``lint`` reads ours).
+SecretCheck = Callable[[bytes], bool]
 
-    def __init__(self, directory: Path | None) -> None:
+
+class Snapshots:
+    """One workspace's snapshots (``directory`` None: none are kept); ``secret``: the secret
+    detectors (without them nothing is kept: a snapshot could copy a secret)."""
+
+    def __init__(self, directory: Path | None, secret: SecretCheck | None = None) -> None:
         self.directory = directory
+        self.secret = secret
 
     def path(self, digest: object) -> Path | None:
         if self.directory is None or not isinstance(digest, str) or not HASH.match(digest):
@@ -68,7 +67,7 @@ class Snapshots:
         path = self.path(digest)
         if path is None or self.directory is None or len(data) > MAX_SNAPSHOT_BYTES:
             return
-        if os.path.lexists(path) or holds_secret(data):
+        if self.secret is None or os.path.lexists(path) or self.secret(data):
             return
         jsonl.ensure_dir(self.directory)
         if snapshots_size(self.directory) + len(data) > MAX_SNAPSHOTS_BYTES:

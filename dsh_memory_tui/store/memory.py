@@ -127,7 +127,7 @@ class MemoryStore:
         if got is None:
             snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
             got = self.__dict__["_sources"] = Sources(
-                self.paths.workspace, snaps, self.paths.root_id
+                self.paths.workspace, snaps, self.paths.root_id, holds_secret
             )
         return got
 
@@ -773,3 +773,12 @@ def _enum(kind: type[T], value: Any, name: str) -> T:
         raise StoreError(
             ErrorCode.INVALID_RECORD, f"{name} {value!r} is not one of {allowed}"
         ) from None
+
+
+def holds_secret(data: bytes) -> bool:
+    """Whether ``lint``'s secret detectors flag anything in ``data`` (read as UTF-8): such
+    cited text is never snapshotted into the home."""
+    from .. import lint  # its detectors load on first need: most citations never ask
+
+    found = lint.text_flags(data.decode("utf-8", "replace"), "content")
+    return any(f.kind == "secret" for f in found)
