@@ -12,7 +12,7 @@ from ..present import visible
 from ..sources import State, cited_hashes, report
 from ..store import Action, MemoryStore
 from .command import YES_SHARED, arg, cite, command, record_id, scope_type
-from .printing import dump, written
+from .printing import dump, dump_plain, written
 
 # Actions that take a record out of what agents are served: they say where it already went.
 RECEIPT_ACTIONS = ("forget", "archive", "reject")
@@ -200,7 +200,7 @@ def cmd_sources(store: MemoryStore, args: argparse.Namespace) -> int:
         marked = [r.id for r in written_]
     diffs = args.id is not None
     if args.json:
-        dump(
+        dump_plain(
             {
                 "records": [
                     {

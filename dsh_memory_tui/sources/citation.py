@@ -25,6 +25,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # A relative path with single "/" between parts and nothing to clean (but "." and ".." parts).
 _PLAIN = re.compile(r"[^/\\\x00-\x1f\x7f](?:[^/\\\x00-\x1f\x7f]|/(?!/))*(?<!/)\Z")
 _DOTS = {".", ".."}
+# The usual stored id, ``PATH:START-END`` with a plain path: parsed in one match.
+_STORED = re.compile(
+    r"(?P<path>[^/\\\s\x00-\x1f\x7f](?:[^/\\\x00-\x1f\x7f]|/(?!/))*(?<!/))"
+    r":(?P<start>[1-9][0-9]{0,8})-(?P<end>[1-9][0-9]{0,8})\Z"
+)
 TAG_HEX = 16
 
 
@@ -87,6 +92,11 @@ class Citation:
         INVALID_CITATION when it is not one: an absolute path, ``..`` out of the workspace, a
         bad range.
         """
+        m = _STORED.match(spec)
+        if m is not None:
+            path, start, end = m["path"], int(m["start"]), int(m["end"])
+            if start <= end and not (_DOTS & set(path.split("/"))):
+                return cls(path, start, end)
         spec = spec.strip()
         tag = None
         tagged = _TAGGED.match(spec)

@@ -287,7 +287,9 @@ class Sources:
         made in another workspace, ``elsewhere`` (not checked)."""
         if ref.kind != FILE_KIND:
             return Check(ref, None, State.OK, f"a {ref.kind} ref: nothing to check")
-        citation = self.citation(ref)
+        return self._check(ref, self.citation(ref), here)
+
+    def _check(self, ref: SourceRef, citation: Citation | None, here: bool) -> Check:
         if citation is None:
             return Check(ref, None, State.MISSING, "not a path inside the workspace")
         if not here:
@@ -362,9 +364,12 @@ class Sources:
         """Each ``file`` ref of ``record``, checked (``elsewhere`` when made in another
         workspace)."""
         out = []
+        root = self.root_id
         for ref in record.governance.sourceRefs:
             if ref.kind == FILE_KIND:
-                out.append(self.check(ref, self.here(record, self.citation(ref))))
+                citation = self.citation(ref)
+                here = citation is None or judged_here(record, citation, root)
+                out.append(self._check(ref, citation, here))
         return out
 
     def broken(self, record: Record) -> list[Check]:
