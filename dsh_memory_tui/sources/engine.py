@@ -92,6 +92,20 @@ class _FileState:
     checks: dict[tuple[str, object], Check] = field(default_factory=dict)
 
 
+class _Kept(NamedTuple):
+    """A record's checks as of a generation of the files' states, and whether it holds."""
+
+    record: Record
+    generation: int
+    checks: list[Check]
+    holds: bool
+
+    @classmethod
+    def of(cls, record: Record, checks: list[Check], generation: int) -> _Kept:
+        held = not needs_checking(record) or not any(c.broken for c in checks)
+        return cls(record, generation, checks, held)
+
+
 class Unlocated(StoreError):
     """INVALID_CITATION: re-verify cannot tell where some cited text is now. ``guesses``:
     each such citation's check and where to look first (the app prefills it), or None;
@@ -137,6 +151,12 @@ class Sources:
         self._stats: dict[str, StatKey | None] | None = None
         self._real_dirs: dict[str, str] | None = None
         self.reads = 0  # files read so far (tests bound the work with it)
+        # Moves whenever a known path's stat changes: a record's checks made at the same
+        # generation still hold (``checks`` in a batch: no per-citation work at all).
+        self._generation = 0
+        self._restated = False  # every known path stat'ed in this batch
+        self._by_record: dict[str, _Kept] = {}
+        self._holding: dict[int, tuple[object, int, list[Record]]] = {}
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -145,6 +165,7 @@ class Sources:
             yield
             return
         self._stats, self._real_dirs = {}, {}
+        self._restated = False
         try:
             yield
         finally:
@@ -185,14 +206,37 @@ class Sources:
         key = self._stat(rel)
         state = self._files.get(rel)
         if state is None or state.key != key:
-            state = self._files[rel] = _FileState(key)
+            state = self._replace(rel, _FileState(key))
         return state
+
+    def _replace(self, rel: str, state: _FileState) -> _FileState:
+        if rel in self._files:
+            self._generation += 1
+        self._files[rel] = state
+        return state
+
+    def _restat(self) -> None:
+        """Every known path stat'ed once (in a batch): what changed gets a new state."""
+        stats = self._stats
+        assert stats is not None
+        top = os.path.join(self._top, "")
+        for rel, state in list(self._files.items()):
+            key = stats.get(rel, _UNPARSED)
+            if key is _UNPARSED:
+                try:
+                    st = os.stat(top + rel)
+                    key = stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+                except OSError:
+                    key = stats[rel] = None
+            if key != state.key:
+                self._replace(rel, _FileState(key))  # type: ignore[arg-type]
+        self._restated = True
 
     def _read(self, rel: str) -> FileText:
         """The file read now (``Unreadable`` when it cannot be); its state takes the read."""
         self.reads += 1
         text = read_text(self._top, rel, self._real_dir)
-        self._files[rel] = _FileState(text.key, text)
+        self._replace(rel, _FileState(text.key, text))
         return text
 
     def _text(self, rel: str, state: _FileState) -> FileText:
@@ -301,6 +345,8 @@ class Sources:
                 f"cited in another workspace ({where}): not checked here",
             )
         state = self._state(citation.path)
+        if state.key is None:  # gone: where git says it went may change without a stat
+            return self._judge(ref, citation, state)
         key = (ref.id, ref.contentHash)
         got = state.checks.get(key)
         if got is None:
@@ -362,7 +408,27 @@ class Sources:
 
     def checks(self, record: Record) -> list[Check]:
         """Each ``file`` ref of ``record``, checked (``elsewhere`` when made in another
-        workspace)."""
+        workspace). In a batch, the record's last checks while no cited file's stat changed
+        (every known file is stat'ed once per batch)."""
+        return self._kept(record).checks
+
+    def _kept(self, record: Record) -> _Kept:
+        """``record``'s checks and whether it holds: kept in a batch while the generation
+        stays (not when a file is gone: its rename may show up without a stat change)."""
+        if self._stats is None:
+            return _Kept.of(record, self._checks_now(record), -1)
+        if not self._restated:
+            self._restat()
+        got = self._by_record.get(record.id)
+        if got is not None and got.record is record and got.generation == self._generation:
+            return got
+        generation = self._generation
+        got = _Kept.of(record, self._checks_now(record), generation)
+        if generation == self._generation and all(c.state is not State.MISSING for c in got.checks):
+            self._by_record[record.id] = got
+        return got
+
+    def _checks_now(self, record: Record) -> list[Check]:
         out = []
         root = self.root_id
         for ref in record.governance.sourceRefs:
@@ -380,7 +446,33 @@ class Sources:
         """False when ``record`` is verified and active and a citation changed or is missing:
         it is then not served, not pinned, and waits for re-review.
         """
-        return not needs_checking(record) or not self.broken(record)
+        return self._kept(record).holds
+
+    def holding(self, records: Iterable[Record]) -> list[Record]:
+        """Those of ``records`` that ``holds``, checked as of one moment (a batch): one stat
+        per cited file; a record whose files' stats did not change since its last check is
+        not checked again (what a long-running server asks at every request)."""
+        out = []
+        with self.batch():
+            if not self._restated:
+                self._restat()
+            by_record, generation = self._by_record, self._generation
+            # The same list again (a server's cache of a file's served records) with no
+            # cited file changed since: the same answer.
+            memo = self._holding.get(id(records))
+            if memo is not None and memo[0] is records and memo[1] == generation:
+                return memo[2]
+            for record in records:
+                got = by_record.get(record.id)
+                if got is None or got.record is not record or got.generation != generation:
+                    got = self._kept(record)
+                if got.holds:
+                    out.append(record)
+            if isinstance(records, list) and generation == self._generation:
+                if len(self._holding) >= 16:
+                    self._holding.clear()
+                self._holding[id(records)] = (records, generation, out)
+        return out
 
     # ----------------------------------------------------------------- where it is now
 
