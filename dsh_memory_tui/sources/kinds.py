@@ -117,7 +117,7 @@ class LineRange:
         return text.digest(start, end), text.region(start, end)
 
     def judge(self, text: FileText, citation: Citation, want: str, old: Old) -> Verdict:
-        start, end = _span(citation)
+        start, end = citation.start or 0, citation.end or 0
         count = len(text.lines)
         if end <= count and text.digest(start, end) == want:
             return Verdict(State.OK, f"lines {start}-{end} are unchanged")
