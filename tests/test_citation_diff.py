@@ -131,3 +131,35 @@ def test_prune_removes_the_snapshots_nothing_cites(tmp_path):
     assert [p.name for p in store.sources.snapshots.iterdir()] == [
         ref.contentHash.removeprefix("sha256:")
     ]
+
+
+def test_every_diff_opens_with_a_whole_sentence_saying_what_to_do(tmp_path):
+    """No sentence with a hole ("against the file is gone"): each state's first line says
+    what is compared, or why nothing can be and what the reviewer can do."""
+    home, ws = workspace(tmp_path, repo=False)
+    store = store_on(home, ws)
+    rid = verified(store, "app.py:3-5")
+    heads = {}
+    for name, edit in (
+        ("ok", lambda: None),
+        ("moved", lambda: (ws / "app.py").write_text("# x\n" + (ws / "app.py").read_text())),
+        ("changed", lambda: _change(ws)),
+        ("missing", lambda: (ws / "app.py").unlink()),
+    ):
+        edit()
+        (check,) = store.sources.checks(store.get(rid))
+        heads[name] = store.sources.diff(check)[0]
+    shutil.rmtree(store.sources.snapshots)
+    (check,) = store.sources.checks(store.get(rid))
+    heads["no old text"] = store.sources.diff(check)[0]
+    assert heads["ok"] == "app.py:3-5: unchanged since it was cited"
+    assert heads["moved"] == "app.py:3-5: the cited text is unchanged, now at lines 4-6"
+    assert heads["changed"].endswith("against the file now (lines 4-6)")
+    assert heads["missing"].startswith("app.py:3-5: the file is gone (deleted, or moved where")
+    assert heads["missing"].endswith(
+        "is shown as removed. If the code lives on elsewhere and the memory still holds, "
+        "re-verify it and give where the code is now; else edit its citations or archive it"
+    )
+    assert heads["no old text"].endswith("else edit its citations or archive it")
+    for head in heads.values():
+        assert "against the file is gone" not in head and ": :" not in head

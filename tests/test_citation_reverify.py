@@ -190,5 +190,5 @@ def test_a_deleted_file_is_missing_and_the_diff_says_what_to_do(tmp_path):
     done = run_cli(home, ws, "sources", rid)
     assert "missing  net.py:6-8  (the file is gone" in done.stdout
     head = [line for line in done.stdout.splitlines() if "is shown as removed" in line]
-    assert head and "edit its citations" in head[0]
+    assert head and "re-verify it and give where the code is now" in head[0]
     assert "against the file is gone" not in done.stdout

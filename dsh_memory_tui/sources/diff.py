@@ -50,8 +50,9 @@ def diff_lines(sources: Sources, check: Check) -> list[str]:
     text = sources.text_now(place.path)
     if text is None:
         head = (
-            f"{label}: {check.why}. The cited text ({origin}) is shown as removed; if the code "
-            f"lives on elsewhere, {_EDIT}"
+            f"{label}: {check.why}. The cited text ({origin}) is shown as removed. If the code "
+            "lives on elsewhere and the memory still holds, re-verify it and give where the "
+            "code is now; else edit its citations or archive it"
         )
         first, new = citation.start or 1, b""
     else:

@@ -283,3 +283,14 @@ async def test_R_asks_where_text_it_cannot_find_is_now_prefilled_with_its_guess(
         assert ref.id == "app.py:2-3"
         store = store_on(home, ws)
         assert eligible(store.get(rid), store.clock(), store.sources)
+
+
+def test_reverify_is_offered_for_a_verified_record_whose_code_changed(tmp_path):
+    from dsh_memory_tui.app.actions import Here, refusal
+
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    record = store.get(verified(store, "app.py:3-3", title="Line three"))
+    now = store.clock()
+    assert refusal("reverify", [record], Here(now)) is not None  # holds: nothing to re-verify
+    assert refusal("reverify", [record], Here(now, rereview={record.id})) is None
