@@ -363,7 +363,7 @@ ACTIONS: list[AppAction] = [
         Name.REVERIFY,
         "R",
         "Reverify",
-        "re-verify a stale record, or one whose cited code changed (its citations re-anchored)",
+        "re-verify a stale record, or one whose cited code changed",
         None,  # the host's reverify, or a verified record's citations (_reverifiable)
         _reverifiable,
     ),
