@@ -93,17 +93,25 @@ class _FileState:
 
 
 class _Kept(NamedTuple):
-    """A record's checks as of a generation of the files' states, and whether it holds."""
+    """A record's checks as of a generation of the files' states, whether it holds, and the
+    states its checks were made from (they still stand while each is still its path's)."""
 
     record: Record
     generation: int
     checks: list[Check]
     holds: bool
+    states: tuple[tuple[str, _FileState | None], ...] = ()
 
     @classmethod
-    def of(cls, record: Record, checks: list[Check], generation: int) -> _Kept:
+    def of(
+        cls,
+        record: Record,
+        checks: list[Check],
+        generation: int,
+        states: tuple[tuple[str, _FileState | None], ...] = (),
+    ) -> _Kept:
         held = not needs_checking(record) or not any(c.broken for c in checks)
-        return cls(record, generation, checks, held)
+        return cls(record, generation, checks, held, states)
 
 
 class Unlocated(StoreError):
@@ -421,11 +429,21 @@ class Sources:
         if not self._restated:
             self._restat()
         got = self._by_record.get(record.id)
-        if got is not None and got.record is record and got.generation == self._generation:
-            return got
+        if got is not None and got.record is record:
+            if got.generation == self._generation:
+                return got
+            files = self._files
+            if all(files.get(rel) is state for rel, state in got.states):
+                # Other files changed, not this record's: its checks stand.
+                got = self._by_record[record.id] = got._replace(generation=self._generation)
+                return got
         generation = self._generation
-        got = _Kept.of(record, self._checks_now(record), generation)
-        if generation == self._generation and all(c.state is not State.MISSING for c in got.checks):
+        checks = self._checks_now(record)
+        paths = {c.citation.path for c in checks if c.citation is not None}
+        paths |= {c.now.path for c in checks if c.now is not None}
+        states = tuple((rel, self._files.get(rel)) for rel in paths)
+        got = _Kept.of(record, checks, generation, states)
+        if generation == self._generation and all(c.state is not State.MISSING for c in checks):
             self._by_record[record.id] = got
         return got
 
