@@ -1,6 +1,6 @@
 """MemoryStore: every scope of one home, workspace and user, over the file views (view.py) and
 the one write path (writer.py). Decisions about records live here; bytes do not. The reviewer's
-writes (verify ... keep, merge) are in transitions.py, bound here as the store's methods.
+writes (verify ... keep, merge) are functions in transitions.py that these methods call.
 """
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ErrorCode, StoreError
 from ..governance import (
+    Action,
     conflict_rivals,
     display_conflict_groups,
     edited,
@@ -45,15 +46,6 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
-from ..sources import (
-    Citation,
-    Sources,
-    cited_hashes,
-    placed,
-    snapshots_dir,
-    tag_for,
-    with_citations,
-)
 from . import maintenance, transitions, writer
 from .view import FileChange, FileView
 from .writer import CompactResult, Rewrite
@@ -61,8 +53,11 @@ from .writer import CompactResult, Rewrite
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
 T = TypeVar("T")
+if TYPE_CHECKING:  # citations load with the first record that has some (or asks for them)
+    from ..sources import Citation, Sources
+
 # Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
-Cites = Iterable[str | Citation]
+Cites = Iterable["str | Citation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +120,27 @@ class MemoryStore:
         """The workspace's citations (``sources.Sources``), their snapshots under the home."""
         got = self.__dict__.get("_sources")
         if got is None:
+            from ..sources import Sources, snapshots_dir
+
             snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
             got = self.__dict__["_sources"] = Sources(
                 self.paths.workspace, snaps, self.paths.root_id, holds_secret
             )
         return got
+
+    def _cite(self, citations: Cites, scope: Scope, beside: int = 0) -> list[SourceRef]:
+        """``sources.cite_all`` of ``citations`` for a record of ``scope`` (a user-scope
+        record's name this workspace) beside ``beside`` other refs (none: nothing loaded)."""
+        if isinstance(citations, Collection) and not citations:
+            return []
+        from ..sources import tag_for
+
+        return self.sources.cite_all(citations, tag_for(scope, self.paths.root_id), beside)
+
+    def _keep_snapshots(self, cited: list[SourceRef] | None) -> None:
+        """The snapshots of what was just cited, once its write stood."""
+        if cited:
+            self.sources.keep_snapshots(cited)
 
     # ----------------------------------------------------------------- files and views
 
@@ -485,7 +496,7 @@ class MemoryStore:
         provenance = Provenance(kind=ProvenanceKind.USER)
         if session is not None:
             provenance.sessionId = session[0]
-        cited = self.sources.cite_all(citations, tag_for(Scope(scope), self.paths.root_id))
+        cited = self._cite(citations, Scope(scope))
         result = self._new(
             scope,
             record_type,
@@ -498,7 +509,7 @@ class MemoryStore:
             cited,
             confirm_shared,
         )
-        self.sources.keep_snapshots(cited)
+        self._keep_snapshots(cited)
         return result
 
     def propose(
@@ -522,8 +533,7 @@ class MemoryStore:
         """
         refs = list(source_refs)
         # Counted with the refs beside them before any cited file is read.
-        beside = len(refs) + (session is not None)
-        cited = self.sources.cite_all(citations, tag_for(Scope(scope), self.paths.root_id), beside)
+        cited = self._cite(citations, Scope(scope), len(refs) + (session is not None))
         refs += cited
         provenance = Provenance(kind=ProvenanceKind.AGENT, note="memory proposal")
         if session is not None:
@@ -542,7 +552,7 @@ class MemoryStore:
             refs,
             confirm_shared,
         )
-        self.sources.keep_snapshots(cited)
+        self._keep_snapshots(cited)
         return result
 
     def edit(
@@ -569,8 +579,7 @@ class MemoryStore:
         if citations is not None:
             record = self.get(record_id)
             beside = sum(1 for r in record.governance.sourceRefs if r.kind != "file")
-            tag = tag_for(record.scope, self.paths.root_id)
-            cited = self.sources.cite_all(citations, tag, beside)
+            cited = self._cite(citations, record.scope, beside)
         given = {"title": title, "content": content}
         changes: dict[str, Any] = {}
         if title is not None:
@@ -602,6 +611,8 @@ class MemoryStore:
             }
             gov = {}
             if cited is not None:
+                from ..sources import with_citations
+
                 refs = with_citations(current.governance.sourceRefs, cited)
                 if refs != current.governance.sourceRefs:
                     gov["sourceRefs"] = refs
@@ -610,23 +621,93 @@ class MemoryStore:
             return edited(current, self.clock(), real, gov)
 
         done = self.revise(record_id, change, confirm_shared=confirm_shared)
-        self.sources.keep_snapshots(cited or ())
+        self._keep_snapshots(cited)
         return done
 
-    # ----------------------------------------------------------------- review (transitions.py)
-    # The reviewer's writes are functions of the store in store/transitions.py: its methods.
+    # ----------------------------------------------------------------- the reviewer's writes
+    # Each is a function of the store in transitions.py (the host's transitions, keep, merge),
+    # which uses only the store's public methods; these are the store's names for them.
 
-    apply = transitions.apply
-    verify = transitions.verify
-    reject = transitions.reject
-    archive = transitions.archive
-    restore = transitions.restore
-    apply_many = transitions.apply_many
-    apply_many_report = transitions.apply_many_report
-    mark_stale = transitions.mark_stale
-    reverify_citations = transitions.reverify_citations
-    keep = transitions.keep
-    merge = transitions.merge
+    def apply(
+        self,
+        action: Action | str,
+        record_id: str,
+        *,
+        reason: str | None = None,
+        base_revision: int | None = None,
+        confirm_shared: bool = False,
+    ) -> Record:
+        """One governance action on one record (``transitions.apply``): INVALID_TRANSITION
+        when the host's rules refuse it in this state."""
+        return transitions.apply(
+            self,
+            action,
+            record_id,
+            reason=reason,
+            base_revision=base_revision,
+            confirm_shared=confirm_shared,
+        )
+
+    def verify(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.VERIFY, record_id, reason=reason, **kw)
+
+    def reject(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.REJECT, record_id, reason=reason, **kw)
+
+    def archive(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.ARCHIVE, record_id, **kw)
+
+    def restore(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.RESTORE, record_id, **kw)
+
+    def apply_many(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> list[Record]:
+        """One action on several records, one locked batch per file; a record the rules
+        refuse is skipped (``apply_many_report`` says why)."""
+        return self.apply_many_report(
+            action, record_ids, reason=reason, confirm_shared=confirm_shared
+        )[0]
+
+    def apply_many_report(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """``apply_many``: (written, skipped with why) (``transitions.apply_many_report``)."""
+        return transitions.apply_many_report(
+            self, action, record_ids, reason=reason, confirm_shared=confirm_shared
+        )
+
+    def mark_stale(
+        self, record_ids: Iterable[str], *, confirm_shared: bool = False
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """The host's ``stale`` transition (it needs no user) for each record: one locked
+        batch per file; (written, skipped with why) as ``apply_many_report``."""
+        return self.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
+
+    def reverify_citations(self, record_id: str, **kw: Any) -> Record:
+        """Its citations take today's text and it is verified again, in one locked write
+        (``transitions.reverify_citations``: INVALID_TRANSITION, INVALID_CITATION)."""
+        return transitions.reverify_citations(self, record_id, **kw)
+
+    def keep(self, record_id: str, **kw: Any) -> transitions.KeepResult:
+        """Keep this version of its conflict group, in one locked batch (``transitions.keep``:
+        INVALID_TRANSITION when it has no rival or cannot be kept)."""
+        return transitions.keep(self, record_id, **kw)
+
+    def merge(self, keep_id: str, other_id: str, **kw: Any) -> transitions.MergeResult:
+        """Merge two records of one file into a new revision of ``keep_id``, in one locked
+        write (``transitions.merge``)."""
+        return transitions.merge(self, keep_id, other_id, **kw)
 
     def adoptable(self, file: StoreFile) -> dict[str, int]:
         """Lines of ``file`` keyed to another workspace's rootId, per rootId (``adopt``'s)."""
@@ -674,12 +755,12 @@ class MemoryStore:
             dead = tombstone(current, self.clock())
             return Rewrite(forget=dead), dead
 
-        cited = cited_hashes(view.history(record_id))
+        cited = _file_hashes(view.history(record_id))
         dead = self.rewrite(view.file, decide, confirm_shared=confirm_shared)[0]
-        # Its snapshots go too, but a text another record still cites.
-        live = [r for r in self.records(include_inactive=True) if r.status is not Status.FORGOTTEN]
-        everywhere = dead.scope is Scope.USER  # cited in any workspace
-        self.sources.kept.erase(cited - cited_hashes(live), everywhere)
+        if cited:  # its snapshots go too, but a text another record still cites
+            live = self.records(include_inactive=True)
+            cited -= _file_hashes(r for r in live if r.status is not Status.FORGOTTEN)
+            self.sources.kept.erase(cited, everywhere=dead.scope is Scope.USER)
         return dead
 
     def copy(
@@ -698,9 +779,13 @@ class MemoryStore:
         refuse_forgotten(source)
         target = self.file_for(to_scope, session)
         gov = source.governance
+        refs = list(gov.sourceRefs)
+        if any(r.kind == "file" for r in refs):
+            from ..sources import placed  # into the user scope, they name this workspace
+
+            refs = placed(refs, target.scope, self.paths.root_id)
         refs = merge_refs(
-            placed(gov.sourceRefs, target.scope, self.paths.root_id),
-            [SourceRef(kind="import", id=source.id, contentHash=source.contentHash)],
+            refs, [SourceRef(kind="import", id=source.id, contentHash=source.contentHash)]
         )
         if len(refs) > MAX_SOURCE_REFS:
             raise StoreError(
@@ -783,6 +868,16 @@ def _enum(kind: type[T], value: Any, name: str) -> T:
         raise StoreError(
             ErrorCode.INVALID_RECORD, f"{name} {value!r} is not one of {allowed}"
         ) from None
+
+
+def _file_hashes(records: Iterable[Record]) -> set[str]:
+    """Every hash a ``file`` ref of ``records`` holds (``sources.cited_hashes``, unloaded)."""
+    return {
+        ref.contentHash
+        for r in records
+        for ref in r.governance.sourceRefs
+        if ref.kind == "file" and isinstance(ref.contentHash, str)
+    }
 
 
 def holds_secret(data: bytes) -> bool:

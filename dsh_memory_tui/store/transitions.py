@@ -3,9 +3,10 @@ store's records, each in one write of the record's file: one action (verify, rej
 restore, pin...), a batch of one action, the ``stale`` the citation check asks for, re-verifying
 a record whose citations changed, keeping one version of a conflict group, merging two records.
 
-Functions of the store: ``MemoryStore`` takes them as its methods (``store.verify(...)``), so
-this is its review side, not a second API. They decide inside the ``build`` each write calls
-(``MemoryStore.write``: it may run again) and read the store only through its public methods.
+Functions of the store, which ``MemoryStore``'s methods of the same names call
+(``store.verify(...)``): its review side, not a second API. They decide inside the ``build``
+each write calls (``MemoryStore.write``: it may run again) and read the store only through its
+public methods.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import lint
 from ..errors import ErrorCode, StoreError
 from ..governance import (
     PIN_FIELDS,
@@ -38,10 +38,10 @@ from ..model import (
     next_revision,
 )
 from ..paths import StoreFile
-from ..sources import FILE_KIND, Check, Citation, State
 from .view import FileView
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # citations load with the first re-verify or merge that has some
+    from ..sources import Check, Citation
     from .memory import MemoryStore
 
 
@@ -75,10 +75,10 @@ def merged_refs(keep: Record, other: Record) -> tuple[list[SourceRef], list[tupl
     keeps, and what of the other's it cannot (with why). A citation of lines the kept record
     also cites, made at another time (another hash), is the kept record's."""
     refs = list(keep.governance.sourceRefs)
-    cited = {r.id: r for r in refs if r.kind == FILE_KIND}
+    cited = {r.id: r for r in refs if r.kind == "file"}
     dropped: list[tuple[SourceRef, str]] = []
     for ref in merge_refs(refs, other.governance.sourceRefs)[len(refs) :]:
-        if ref.kind == FILE_KIND and ref.id in cited:
+        if ref.kind == "file" and ref.id in cited:
             dropped.append((ref, f"{keep.id} cites the same lines as they were at another time"))
         elif len(refs) >= MAX_SOURCE_REFS:
             dropped.append((ref, f"the host allows {MAX_SOURCE_REFS} source refs"))
@@ -106,6 +106,8 @@ def require_reason(record: Record, reason: str | None) -> None:
     reviewer says why it may be relied on. REASON_REQUIRED otherwise."""
     if reason and reason.strip():
         return
+    from .. import lint  # risk flags load with the first verify that has no reason
+
     found = lint.record_flags(record)
     if found:
         raise StoreError(
@@ -151,39 +153,22 @@ def apply(
             _citations_hold(store, current)
         return _transition(store, action, current, reason)
 
-    return store.revise(record_id, change, confirm_shared=confirm_shared)
+    done = store.revise(record_id, change, confirm_shared=confirm_shared)
+    _vouched(store, action, [done])
+    return done
 
 
-def verify(store: MemoryStore, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-    return store.apply(Action.VERIFY, record_id, reason=reason, **kw)
+def _vouched(store: MemoryStore, action: Action, records: Iterable[Record]) -> None:
+    """A person here verified these: a shared record's history as it is now is theirs to
+    vouch for (``team.chain``: a broken one is served again)."""
+    if action not in (Action.VERIFY, Action.REVERIFY):
+        return
+    shared = [r for r in records if r.scope is Scope.SHARED]
+    if shared:
+        from ..team.chain import accept_verified
 
-
-def reject(store: MemoryStore, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-    return store.apply(Action.REJECT, record_id, reason=reason, **kw)
-
-
-def archive(store: MemoryStore, record_id: str, **kw: Any) -> Record:
-    return store.apply(Action.ARCHIVE, record_id, **kw)
-
-
-def restore(store: MemoryStore, record_id: str, **kw: Any) -> Record:
-    return store.apply(Action.RESTORE, record_id, **kw)
-
-
-def apply_many(
-    store: MemoryStore,
-    action: Action | str,
-    record_ids: Iterable[str],
-    *,
-    reason: str | None = None,
-    confirm_shared: bool = False,
-) -> list[Record]:
-    """One action on several records: one locked batch per file. A record the rules refuse
-    is skipped (``skipped`` on the result says why); the rest are written.
-    """
-    return store.apply_many_report(
-        action, record_ids, reason=reason, confirm_shared=confirm_shared
-    )[0]
+        for r in shared:
+            accept_verified(store.paths, r.id, store.paths.user_id)
 
 
 def apply_many_report(
@@ -231,16 +216,8 @@ def apply_many_report(
         written, passed = store.write(file, build, confirm_shared=confirm_shared, about=ids)
         out.extend(written)
         skipped.extend(passed)
+    _vouched(store, action, out)
     return out, skipped
-
-
-def mark_stale(
-    store: MemoryStore, record_ids: Iterable[str], *, confirm_shared: bool = False
-) -> tuple[list[Record], list[tuple[str, str]]]:
-    """The host's ``stale`` transition (it needs no user) for each record: one locked
-    batch per file; (written, skipped with why) as ``apply_many_report``.
-    """
-    return store.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
 
 
 def reverify_citations(
@@ -273,6 +250,8 @@ def reverify_citations(
             confirm_shared=confirm_shared,
         )
     if record.governance.verification is Verification.VERIFIED and citations is None:
+        from ..sources import State
+
         checks = store.sources.checks(record)
         if all(c.state is State.OK or _judged_elsewhere(c) for c in checks):
             raise StoreError(
@@ -307,17 +286,18 @@ def reverify_citations(
     view, _ = store.locate(record_id)
     done = store.write(view.file, build, confirm_shared=confirm_shared)
     store.sources.keep_snapshots(refs)
+    _vouched(store, Action.REVERIFY, [done])
     return done
 
 
 def _judged_elsewhere(check: Check) -> bool:
     """Made in another workspace, which its id names (one no one wrote down is claimed by a
     re-verify where its text is)."""
-    return check.state is State.ELSEWHERE and bool(check.citation and check.citation.workspace)
+    return check.state.value == "elsewhere" and bool(check.citation and check.citation.workspace)
 
 
 def _cites(record: Record) -> bool:
-    return any(r.kind == FILE_KIND for r in record.governance.sourceRefs)
+    return any(r.kind == "file" for r in record.governance.sourceRefs)
 
 
 def keep(
@@ -361,7 +341,9 @@ def keep(
         result = KeepResult(kept, rejected, archived)
         return [r for r in result.written if r is not current], result
 
-    return store.write(view.file, build, confirm_shared=confirm_shared)
+    done = store.write(view.file, build, confirm_shared=confirm_shared)
+    _vouched(store, Action.VERIFY, [done.kept])
+    return done
 
 
 def merge(
