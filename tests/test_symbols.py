@@ -1,0 +1,506 @@
+"""Symbols found with a real parser, per language, in small git repositories in ``tmp_path``:
+a method is found by its dotted name wherever it sits, whitespace and comments do not change
+its hash while a token (a string's spaces too) does, a syntax error is "cannot parse now" and
+never ``changed``, an ambiguous name is refused with its candidates, and a symbol moved to
+another file is found there by name and text.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from citing import commit_all, git
+
+from dsh_memory_tui import symbols
+from dsh_memory_tui.errors import ErrorCode, StoreError
+from dsh_memory_tui.symbols import State, SymbolFinder
+
+
+@dataclass(frozen=True)
+class Case:
+    """One language: a file, the method cited, and edits of it."""
+
+    path: str
+    source: str
+    name: str
+    cosmetic: str  # whitespace, line breaks and comments only
+    behaviour: str  # the method's body changed
+    spaces_in_string: str  # only the spaces inside a string literal
+    broken_inside: str  # a syntax error inside the method
+    broken_elsewhere: str  # a syntax error after it
+    duplicate: str  # two definitions of the name at the same nesting
+    other_path: str  # where the method moves in a refactoring
+    moved_here: str  # what stays in ``path``
+    moved_there: str  # the new file
+
+
+CASES = [
+    Case(
+        "src/net.py",
+        'class Client:\n    def fetch(self, url):\n        """Get it."""\n'
+        '        return get(url, "a b")\n\n\ndef helper():\n    return 1\n',
+        "Client.fetch",
+        "class Client:\n\n    # fetch it\n    def fetch(self,\n              url):\n"
+        '        """Get it, now better documented."""\n        return get(url,   "a b")  # why\n'
+        "\n\ndef helper():\n    return 1\n",
+        'class Client:\n    def fetch(self, url):\n        """Get it."""\n'
+        '        return post(url, "a b")\n\n\ndef helper():\n    return 1\n',
+        'class Client:\n    def fetch(self, url):\n        """Get it."""\n'
+        '        return get(url, "a  b")\n\n\ndef helper():\n    return 1\n',
+        'class Client:\n    def fetch(self, url):\n        """Get it."""\n'
+        '        return get(url, "a b"\n\n\ndef helper():\n    return 1\n',
+        'class Client:\n    def fetch(self, url):\n        """Get it."""\n'
+        '        return get(url, "a b")\n\n\ndef helper(:\n    return 1\n',
+        "class Client:\n    def fetch(self):\n        return 1\n\n    def fetch(self):\n"
+        "        return 2\n",
+        "src/client.py",
+        "def helper():\n    return 1\n",
+        'class Client:\n    def fetch(self, url):\n        """Get it."""\n'
+        '        return get(url, "a b")\n',
+    ),
+    Case(
+        "web/app.js",
+        'export class Client {\n  fetch(url) {\n    return get(url, "a b");\n  }\n}\n'
+        "export function helper() { return 1; }\n",
+        "Client.fetch",
+        "/* client */\nexport class Client {\n  // fetch it\n  fetch(url)\n  {\n"
+        '    return get(url,\n      "a b");\n  }\n}\nexport function helper() { return 1; }\n',
+        'export class Client {\n  fetch(url) {\n    return post(url, "a b");\n  }\n}\n'
+        "export function helper() { return 1; }\n",
+        'export class Client {\n  fetch(url) {\n    return get(url, "a  b");\n  }\n}\n'
+        "export function helper() { return 1; }\n",
+        'export class Client {\n  fetch(url) {\n    return get(url, "a b";\n  }\n}\n'
+        "export function helper() { return 1; }\n",
+        'export class Client {\n  fetch(url) {\n    return get(url, "a b");\n  }\n}\n'
+        "export function helper() { return 1 +; }\n",
+        "class Client {\n  fetch() { return 1; }\n  fetch() { return 2; }\n}\n",
+        "web/client.js",
+        "export function helper() { return 1; }\n",
+        'export class Client {\n  fetch(url) {\n    return get(url, "a b");\n  }\n}\n',
+    ),
+    Case(
+        "web/login.ts",
+        "export const handleLogin = async (user: string): Promise<number> => {\n"
+        '  return send(user, "a b");\n};\nexport function helper(): number { return 1; }\n',
+        "handleLogin",
+        "// log in\nexport const handleLogin = async (\n  user: string\n): Promise<number> => {\n"
+        '  /* send it */ return send(user,  "a b");\n};\n'
+        "export function helper(): number { return 1; }\n",
+        "export const handleLogin = async (user: string): Promise<number> => {\n"
+        '  return send(user, "a c");\n};\nexport function helper(): number { return 1; }\n',
+        "export const handleLogin = async (user: string): Promise<number> => {\n"
+        '  return send(user, " a b");\n};\nexport function helper(): number { return 1; }\n',
+        "export const handleLogin = async (user: string): Promise<number> => {\n"
+        '  return send(user, "a b";\n};\nexport function helper(): number { return 1; }\n',
+        "export const handleLogin = async (user: string): Promise<number> => {\n"
+        '  return send(user, "a b");\n};\nexport function helper(): number { return 1 +; }\n',
+        "function handleLogin(): void {}\nfunction handleLogin(): void {}\n",
+        "web/auth.ts",
+        "export function helper(): number { return 1; }\n",
+        "export const handleLogin = async (user: string): Promise<number> => {\n"
+        '  return send(user, "a b");\n};\n',
+    ),
+    Case(
+        "web/View.tsx",
+        "export class View {\n  render(): JSX.Element {\n"
+        '    return <div title="a b">{this.x}</div>;\n'
+        "  }\n}\n",
+        "View.render",
+        "export class View {\n  // draw\n  render(): JSX.Element {\n"
+        '    return <div title="a b">{this.x}</div>;   /* done */\n  }\n}\n',
+        "export class View {\n  render(): JSX.Element {\n"
+        '    return <span title="a b">{this.x}</span>;\n'
+        "  }\n}\n",
+        "export class View {\n  render(): JSX.Element {\n"
+        '    return <div title="a  b">{this.x}</div>;\n'
+        "  }\n}\n",
+        "export class View {\n  render(): JSX.Element {\n"
+        '    return <div title="a b">{this.x</div>;\n'
+        "  }\n}\n",
+        "export class View {\n  render(): JSX.Element {\n"
+        '    return <div title="a b">{this.x}</div>;\n'
+        "  }\n}\nexport const z = (;\n",
+        "class View {\n  render() { return 1; }\n  render() { return 2; }\n}\n",
+        "web/Other.tsx",
+        "export const z = 1;\n",
+        "export class View {\n  render(): JSX.Element {\n"
+        '    return <div title="a b">{this.x}</div>;\n'
+        "  }\n}\n",
+    ),
+    Case(
+        "net/client.go",
+        "package net\n\ntype Client struct{}\n\nfunc (c *Client) Fetch(url string) string {\n"
+        '\treturn get(url, "a b")\n}\n\nfunc Helper() int { return 1 }\n',
+        "Client.Fetch",
+        "package net\n\ntype Client struct{}\n\n// Fetch gets it.\n"
+        'func (c *Client) Fetch(url string) string {\n\n\treturn get(url,\n\t\t"a b") // why\n}\n\n'
+        "func Helper() int { return 1 }\n",
+        "package net\n\ntype Client struct{}\n\nfunc (c *Client) Fetch(url string) string {\n"
+        '\treturn post(url, "a b")\n}\n\nfunc Helper() int { return 1 }\n',
+        "package net\n\ntype Client struct{}\n\nfunc (c *Client) Fetch(url string) string {\n"
+        '\treturn get(url, "a  b")\n}\n\nfunc Helper() int { return 1 }\n',
+        "package net\n\ntype Client struct{}\n\nfunc (c *Client) Fetch(url string) string {\n"
+        '\treturn get(url, "a b"\n}\n\nfunc Helper() int { return 1 }\n',
+        "package net\n\ntype Client struct{}\n\nfunc (c *Client) Fetch(url string) string {\n"
+        '\treturn get(url, "a b")\n}\n\nfunc Helper() int { return 1 +}\n',
+        "package net\n\nfunc (c *Client) Fetch() {}\n\nfunc (c Client) Fetch() {}\n",
+        "net/fetch.go",
+        "package net\n\ntype Client struct{}\n\nfunc Helper() int { return 1 }\n",
+        'package net\n\nfunc (c *Client) Fetch(url string) string {\n\treturn get(url, "a b")\n}\n',
+    ),
+    Case(
+        "src/client.rs",
+        "pub struct Client;\n\nimpl Client {\n    pub fn fetch(&self, url: &str) -> String {\n"
+        '        get(url, "a b")\n    }\n}\n\npub fn helper() -> u8 { 1 }\n',
+        "Client.fetch",
+        "pub struct Client;\n\nimpl Client {\n    /// Gets it.\n"
+        "    pub fn fetch(&self,\n                 url: &str) -> String {\n"
+        '        get(url, "a b") // why\n'
+        "    }\n}\n\npub fn helper() -> u8 { 1 }\n",
+        "pub struct Client;\n\nimpl Client {\n    pub fn fetch(&self, url: &str) -> String {\n"
+        '        post(url, "a b")\n    }\n}\n\npub fn helper() -> u8 { 1 }\n',
+        "pub struct Client;\n\nimpl Client {\n    pub fn fetch(&self, url: &str) -> String {\n"
+        '        get(url, "a  b")\n    }\n}\n\npub fn helper() -> u8 { 1 }\n',
+        "pub struct Client;\n\nimpl Client {\n    pub fn fetch(&self, url: &str) -> String {\n"
+        '        get(url, "a b"\n    }\n}\n\npub fn helper() -> u8 { 1 }\n',
+        "pub struct Client;\n\nimpl Client {\n    pub fn fetch(&self, url: &str) -> String {\n"
+        '        get(url, "a b")\n    }\n}\n\npub fn helper() -> u8 { 1 + }\n',
+        "struct Client;\nimpl Display for Client { fn fetch(&self) {} }\n"
+        "impl Debug for Client { fn fetch(&self) {} }\n",
+        "src/fetch.rs",
+        "pub struct Client;\n\npub fn helper() -> u8 { 1 }\n",
+        'impl Client {\n    pub fn fetch(&self, url: &str) -> String {\n        get(url, "a b")\n'
+        "    }\n}\n",
+    ),
+    Case(
+        "src/Client.java",
+        'public class Client {\n  public String fetch(String url) {\n    return get(url, "a b");\n'
+        "  }\n  static int helper() { return 1; }\n}\n",
+        "Client.fetch",
+        "public class Client {\n  /** Gets it. */\n  public String fetch(String url)\n  {\n"
+        '    return get(url, "a b"); // why\n  }\n  static int helper() { return 1; }\n}\n',
+        'public class Client {\n  public String fetch(String url) {\n    return post(url, "a b");\n'
+        "  }\n  static int helper() { return 1; }\n}\n",
+        'public class Client {\n  public String fetch(String url) {\n    return get(url, "a  b");\n'
+        "  }\n  static int helper() { return 1; }\n}\n",
+        'public class Client {\n  public String fetch(String url) {\n    return get(url, "a b";\n'
+        "  }\n  static int helper() { return 1; }\n}\n",
+        'public class Client {\n  public String fetch(String url) {\n    return get(url, "a b");\n'
+        "  }\n  static int helper() { return 1 +; }\n}\n",
+        "class Client {\n  String fetch(int a) { return null; }\n"
+        "  String fetch(String b) { return null; }\n}\n",
+        "src/Fetcher.java",
+        "public class Client {\n  static int helper() { return 1; }\n}\n",
+        "class Fetcher {\n  public String fetch(String url) {\n"
+        '    return get(url, "a b");\n  }\n}\n',
+    ),
+]
+IDS = [Path(c.path).suffix for c in CASES]
+
+
+def _stat_reader(root: Path) -> symbols.Read:
+    def read(rel: str) -> tuple[tuple[int, int, int], bytes] | None:
+        try:
+            data = (root / rel).read_bytes()
+            st = os.stat(root / rel)
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns, st.st_ino), data
+
+    return read
+
+
+def _finder(root: Path) -> SymbolFinder:
+    def files() -> list[str]:
+        return [
+            p.relative_to(root).as_posix()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts
+        ]
+
+    return SymbolFinder(_stat_reader(root), files)
+
+
+def _repo(tmp_path: Path, case: Case) -> Path:
+    root = tmp_path / "repo"
+    (root / case.path).parent.mkdir(parents=True)
+    (root / case.path).write_text(case.source)
+    git(root, "init", "-q", "-b", "main")
+    commit_all(root, "first")
+    return root
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    # A new inode each time, as an editor's save or git's checkout makes it.
+    (root / rel).unlink(missing_ok=True)
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+
+
+def _cited(root: Path, case: Case) -> tuple[SymbolFinder, str]:
+    finder = _finder(root)
+    outline, symbol = finder.cite(case.path, case.name)
+    return finder, outline.digest(symbol)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_method_is_found_by_its_dotted_name(tmp_path, case):
+    root = _repo(tmp_path, case)
+    outline, symbol = _finder(root).cite(case.path, case.name)
+    assert symbol.name == case.name
+    assert outline.text(symbol).decode() in case.source
+    assert case.name.rsplit(".", 1)[-1].encode() in outline.text(symbol)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_whitespace_and_comment_edits_leave_a_symbol_ok(tmp_path, case):
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, case.cosmetic)
+    commit_all(root, "reformat and comment")
+    found = finder.locate(case.path, case.name, digest)
+    assert found.state is State.OK, found.why
+    assert found.symbol is not None and found.symbol.name == case.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("edit", ["behaviour", "spaces_in_string"])
+def test_a_token_changed_in_the_body_is_changed(tmp_path, case, edit):
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, getattr(case, edit))
+    commit_all(root, "change the body")
+    found = finder.locate(case.path, case.name, digest)
+    assert found.state is State.CHANGED, found.why
+    assert found.symbol is not None and found.symbol.name == case.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_syntax_error_inside_the_symbol_is_unparsed_never_changed(tmp_path, case):
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, case.broken_inside)
+    found = finder.locate(case.path, case.name, digest)
+    assert found.state is State.UNPARSED, found.why
+    assert "cannot parse now" in found.why and "syntax error at line" in found.why
+    with pytest.raises(StoreError) as refused:
+        finder.cite(case.path, case.name)
+    assert refused.value.code is ErrorCode.INVALID_CITATION
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_syntax_error_elsewhere_leaves_the_symbol_found(tmp_path, case):
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, case.broken_elsewhere)
+    found = finder.locate(case.path, case.name, digest)
+    assert found.state is State.OK, found.why
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_an_ambiguous_name_is_refused_with_its_candidates(tmp_path, case):
+    root = _repo(tmp_path, case)
+    _write(root, case.path, case.duplicate)
+    with pytest.raises(StoreError) as refused:
+        _finder(root).cite(case.path, case.name)
+    assert refused.value.code is ErrorCode.INVALID_CITATION
+    message = refused.value.message
+    assert "ambiguous" in message and "2 definitions" in message
+    assert message.count(f"{case.name} (") == 2 and f"{case.path}:START-END" in message
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_symbol_moved_to_another_file_is_moved_there(tmp_path, case):
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, case.moved_here)
+    _write(root, case.other_path, case.moved_there)
+    commit_all(root, "split the module")
+    found = finder.locate(case.path, case.name, digest)
+    assert found.state is State.MOVED, found.why
+    assert found.path == case.other_path
+    assert found.why.startswith(f"now {case.other_path}#")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_renamed_file_keeps_its_symbol_moved(tmp_path, case):
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    git(root, "mv", case.path, case.other_path)
+    commit_all(root, "rename")
+    found = finder.locate(case.path, case.name, digest)
+    assert (found.state, found.path) == (State.MOVED, case.other_path), found.why
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_deleted_symbol_is_missing(tmp_path, case):
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, case.moved_here)
+    commit_all(root, "drop it")
+    found = finder.locate(case.path, case.name, digest)
+    assert found.state is State.MISSING, found.why
+
+
+def test_a_file_is_parsed_once_per_version_for_all_its_symbols(tmp_path):
+    case = CASES[0]
+    root = _repo(tmp_path, case)
+    finder = _finder(root)
+    outline, fetch = finder.cite(case.path, "Client.fetch")
+    _, helper = finder.cite(case.path, "helper")
+    digests = {"Client.fetch": outline.digest(fetch), "helper": outline.digest(helper)}
+    for _ in range(3):
+        for name, digest in digests.items():
+            assert finder.locate(case.path, name, digest).state is State.OK
+    assert finder.parses == 1
+    _write(root, case.path, case.cosmetic)
+    for name, digest in digests.items():
+        assert finder.locate(case.path, name, digest).state is State.OK
+    assert finder.parses == 2
+
+
+def test_a_symbol_moved_within_its_file_is_ok_wherever_it_sits(tmp_path):
+    case = CASES[0]
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, "def helper():\n    return 1\n\n\n" + case.source.split("\n\n\n")[0])
+    found = finder.locate(case.path, case.name, digest)
+    assert found.state is State.OK and found.symbol is not None
+    assert found.symbol.lines == (6, 8)
+
+
+def test_a_method_moved_to_another_class_of_its_file_is_moved(tmp_path):
+    case = CASES[0]
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, case.path, case.source.replace("class Client:", "class Session:"))
+    found = finder.locate(case.path, case.name, digest)
+    assert (found.state, found.why.split(" (")[0]) == (State.MOVED, "unchanged, now Session.fetch")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a.rb", "Makefile", "notes.txt", "lib.c"],
+)
+def test_a_language_with_no_grammar_is_refused_with_a_line_range_offered(tmp_path, name):
+    (tmp_path / name).write_text("def f\n  1\nend\n")
+    with pytest.raises(StoreError) as refused:
+        _finder(tmp_path).cite(name, "f")
+    assert refused.value.code is ErrorCode.INVALID_CITATION
+    assert "no grammar reads this kind of file" in refused.value.message
+    assert f"cite a line range instead ({name}:START-END)" in refused.value.message
+
+
+def test_a_name_not_defined_suggests_the_names_that_end_in_it(tmp_path):
+    (tmp_path / "a.py").write_text("class A:\n    def fetch(self): pass\n")
+    with pytest.raises(StoreError) as refused:
+        _finder(tmp_path).cite("a.py", "fetch")
+    assert refused.value.message == "a.py defines no fetch; did you mean A.fetch?"
+
+
+def test_non_utf8_source_is_parsed_and_its_comments_still_do_not_count(tmp_path):
+    latin = "def f():\n    # caf\xe9\n    return 'cr\xe8me'\n".encode("latin-1")
+    (tmp_path / "old.py").write_bytes(latin)
+    finder = _finder(tmp_path)
+    outline, symbol = finder.cite("old.py", "f")
+    digest = outline.digest(symbol)
+    _write(tmp_path, "old.py", "")
+    (tmp_path / "old.py").write_bytes(latin.replace(b"caf\xe9", b"th\xe9 \xff"))
+    assert finder.locate("old.py", "f", digest).state is State.OK
+    (tmp_path / "old.py").write_bytes(latin.replace(b"cr\xe8me", b"cr\xe9me"))
+    assert finder.locate("old.py", "f", digest).state is State.CHANGED
+
+
+def test_a_generated_file_is_refused_at_citing(tmp_path):
+    (tmp_path / "api_pb2.go").write_text(
+        "// Code generated by protoc-gen-go. DO NOT EDIT.\npackage api\n\nfunc F() {}\n"
+    )
+    (tmp_path / "bundle.min.js").write_text("function f(){" + "a();" * 1000 + "}\n")
+    for path, name in (("api_pb2.go", "F"), ("bundle.min.js", "f")):
+        with pytest.raises(StoreError) as refused:
+            _finder(tmp_path).cite(path, name)
+        assert "looks generated" in refused.value.message, path
+
+
+def test_a_huge_file_is_not_parsed_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(symbols, "MAX_PARSE_BYTES", 1000)
+    (tmp_path / "big.py").write_text("def f():\n    return 1\n" + "x = 1\n" * 500)
+    finder = _finder(tmp_path)
+    with pytest.raises(StoreError) as refused:
+        finder.cite("big.py", "f")
+    assert "too large to parse" in refused.value.message
+    found = finder.locate("big.py", "f", "sha256:" + "0" * 64)
+    assert found.state is State.UNPARSED and "too large to parse" in found.why
+
+
+def test_a_parse_that_costs_more_than_its_size_allows_is_given_up(tmp_path, monkeypatch):
+    """Work is counted (the parser's progress calls), never timed."""
+    monkeypatch.setattr(symbols, "MAX_PARSE_STEPS_FLOOR", 1)
+    monkeypatch.setattr(symbols, "MAX_PARSE_STEPS_PER_KIB", 0)
+    (tmp_path / "deep.js").write_text("const f = () => " + "[" * 20000 + "]" * 20000 + ";\n")
+    with pytest.raises(symbols.NoOutline) as given_up:
+        symbols.outline((tmp_path / "deep.js").read_bytes(), "deep.js")
+    assert "costs more than its size allows" in given_up.value.reason
+
+
+def test_a_line_range_inside_one_method_suggests_it(tmp_path):
+    case = CASES[0]
+    outline = symbols.outline(case.source.encode(), case.path)
+    inner = outline.enclosing(3, 4)
+    assert inner is not None and inner.name == "Client.fetch"
+    top = outline.enclosing(1, 4)
+    assert top is not None and top.name == "Client"
+    assert outline.enclosing(4, 7) is None
+
+
+def test_a_python_docstring_does_not_count_but_a_later_string_statement_does():
+    before = symbols.outline(b'def f():\n    """a"""\n    "b"\n    return 1\n', "a.py")
+    doc = symbols.outline(b'def f():\n    """changed"""\n    "b"\n    return 1\n', "a.py")
+    later = symbols.outline(b'def f():\n    """a"""\n    "c"\n    return 1\n', "a.py")
+
+    def digest(o: symbols.Outline) -> str:
+        return o.digest(o.named("f")[0])
+
+    assert digest(before) == digest(doc)
+    assert digest(before) != digest(later)
+
+
+def test_python_indentation_that_moves_a_statement_between_blocks_is_a_change():
+    inside = symbols.outline(b"def f(x):\n    if x:\n        a()\n        b()\n", "a.py")
+    after = symbols.outline(b"def f(x):\n    if x:\n        a()\n    b()\n", "a.py")
+    assert inside.digest(inside.symbols[0]) != after.digest(after.symbols[0])
+
+
+def test_a_line_break_that_ends_a_javascript_statement_is_a_change():
+    one = symbols.outline(b"function f() { return 1; }\n", "a.js")
+    two = symbols.outline(b"function f() { return\n 1; }\n", "a.js")
+    assert one.digest(one.symbols[0]) != two.digest(two.symbols[0])
+
+
+def test_decorators_and_attributes_are_part_of_the_symbol():
+    for path, plain, dressed in (
+        ("a.py", b"def f():\n    pass\n", b"@cache\ndef f():\n    pass\n"),
+        ("a.rs", b"fn f() {}\n", b"#[inline]\nfn f() {}\n"),
+        ("a.ts", b"class A {\n  m() {}\n}\n", b"class A {\n  @dec\n  m() {}\n}\n"),
+        ("A.java", b"class A { void m() {} }\n", b"class A { @Deprecated void m() {} }\n"),
+    ):
+        a, b = symbols.outline(plain, path), symbols.outline(dressed, path)
+        name = a.symbols[-1].name
+        (sa,), (sb,) = a.named(name), b.named(name)
+        assert a.digest(sa) != b.digest(sb), path
+        assert b.text(sb).startswith((b"@", b"#[")), path
+
+
+def test_nothing_of_tree_sitter_loads_until_a_file_is_parsed():
+    code = (
+        "import sys\nimport dsh_memory_tui.symbols as s\n"
+        "assert not [m for m in sys.modules if m.startswith('tree_sitter')]\n"
+        "s.outline(b'def f(): pass\\n', 'a.py')\n"
+        "assert 'tree_sitter_python' in sys.modules and 'tree_sitter_go' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
