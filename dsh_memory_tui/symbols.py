@@ -682,9 +682,12 @@ class SymbolFinder:
             found = _in_outline(here, path, name, digest)
             if found is not None:
                 return found
-        elsewhere = self._search(path, name.rsplit(".", 1)[-1], digest)
-        if elsewhere is not None:
-            return elsewhere
+        if here is None or not (here.broken or here.named(name)):
+            # Gone from its file: looked for elsewhere (a copy left elsewhere while the
+            # symbol changed in its file is not where it moved).
+            elsewhere = self._search(path, name.rsplit(".", 1)[-1], digest)
+            if elsewhere is not None:
+                return elsewhere
         if here is None:
             return Located(State.MISSING, f"{path} is gone and no file defines {name} as cited")
         if here.broken:

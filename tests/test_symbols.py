@@ -504,3 +504,14 @@ def test_nothing_of_tree_sitter_loads_until_a_file_is_parsed():
         "assert 'tree_sitter_python' in sys.modules and 'tree_sitter_go' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_changed_symbol_with_a_copy_of_its_old_text_elsewhere_is_changed_not_moved(tmp_path):
+    case = CASES[0]
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    _write(root, "src/copy.py", case.moved_there)  # an old copy, left elsewhere
+    _write(root, case.path, case.behaviour)
+    commit_all(root, "change it, a copy of the old one elsewhere")
+    found = finder.locate(case.path, case.name, digest)
+    assert (found.state, found.path) == (State.CHANGED, case.path), found.why
