@@ -746,8 +746,10 @@ def _in_outline(here: Outline, path: str, name: str, digest: str) -> Located | N
         if symbol.clean and here.digest(symbol) == digest:
             a, b = symbol.lines
             return Located(State.OK, f"unchanged (lines {a}-{b})", path, symbol, here)
+    if here.named(name):
+        return None  # still defined under its name: changed there, not moved to a copy
     for symbol in here.ending_in(name.rsplit(".", 1)[-1]):
-        if symbol.name != name and symbol.clean and here.digest(symbol) == digest:
+        if symbol.clean and here.digest(symbol) == digest:
             a, b = symbol.lines
             why = f"unchanged, now {symbol.name} (lines {a}-{b})"
             return Located(State.MOVED, why, path, symbol, here)

@@ -515,3 +515,16 @@ def test_a_changed_symbol_with_a_copy_of_its_old_text_elsewhere_is_changed_not_m
     commit_all(root, "change it, a copy of the old one elsewhere")
     found = finder.locate(case.path, case.name, digest)
     assert (found.state, found.path) == (State.CHANGED, case.path), found.why
+
+
+def test_a_changed_method_with_a_copy_of_its_old_text_in_another_class_is_changed(tmp_path):
+    case = CASES[0]
+    root = _repo(tmp_path, case)
+    finder, digest = _cited(root, case)
+    copy = case.source.split("\n\n\n")[0].replace("class Client:", "class Old:")
+    _write(root, case.path, case.behaviour + "\n\n" + copy + "\n")
+    found = finder.locate(case.path, case.name, digest)
+    assert (found.state, found.symbol.name if found.symbol else None) == (
+        State.CHANGED,
+        "Client.fetch",
+    ), found.why
