@@ -32,14 +32,13 @@ import hashlib
 import os
 import re
 import stat
-import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Literal, NamedTuple
 
-from . import jsonl
+from . import git, jsonl
 from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, MAX_SOURCE_REFS, Record, SourceRef, Status, Verification
 
@@ -53,7 +52,6 @@ MAX_SNAPSHOT_BYTES = 256 * 1024
 MAX_SNAPSHOTS_BYTES = 64 * 1024 * 1024
 # How far back git history is searched for the cited text.
 GIT_COMMITS = 200
-GIT_TIMEOUT = 10.0
 MAX_DIFF_LINES = 2000
 # A file whose first 8 KiB hold a NUL byte is binary: it can be cited whole, not by lines.
 _BINARY_PROBE = 8192
@@ -670,48 +668,38 @@ def snapshots_size(directory: Path) -> int:
     return total
 
 
-def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            ["git", "-C", os.fspath(workspace), *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
 def git_text(workspace: Path, citation: Citation, digest: object) -> tuple[bytes | None, str]:
     """The cited text from git history: the newest of the last ``GIT_COMMITS`` commits that
-    touched the file whose text at the cited lines has ``digest``; else None and why.
+    touched the file whose text at the cited lines has ``digest``; else None and why. The
+    file's versions are read through one ``git cat-file`` process, newest first, until one
+    holds the text.
     """
-    top = _git(workspace, "rev-parse", "--show-toplevel")
-    if top is None or top.returncode != 0:
+    root = git.toplevel(workspace)
+    if root is None:
         return None, "no snapshot was kept and the workspace is not a git repository"
-    root = Path(os.fsdecode(top.stdout.strip()))
     try:
         in_repo = Path(os.path.realpath(workspace / citation.path)).relative_to(
             os.path.realpath(root)
         )
     except ValueError:
         return None, "no snapshot was kept and the file is outside the git repository"
-    log = _git(root, "log", f"-n{GIT_COMMITS}", "--format=%H", "--", in_repo.as_posix())
-    commits = log.stdout.decode().split() if log is not None and log.returncode == 0 else []
-    for commit in commits:
-        shown = _git(root, "show", f"{commit}:{in_repo.as_posix()}")
-        if shown is None or shown.returncode != 0:
-            continue
-        lines = split_lines(shown.stdout)
-        if citation.start is None or citation.end is None:
-            region = b"\n".join(lines)
-        else:
-            region = b"\n".join(lines[citation.start - 1 : citation.end])
-        if cited_hash(region) == digest:
-            return region, f"git commit {commit[:12]}"
-    shallow = _git(root, "rev-parse", "--is-shallow-repository")
-    if shallow is not None and shallow.stdout.strip() == b"true":
+    log = git.text(root, "log", f"-n{GIT_COMMITS}", "--format=%H", "--", in_repo.as_posix())
+    try:
+        with git.Blobs(root) as blobs:
+            for commit in (log or "").split():
+                shown = blobs.read(f"{commit}:{in_repo.as_posix()}", MAX_CITED_FILE_BYTES)
+                if shown is None:
+                    continue
+                lines = split_lines(shown)
+                if citation.start is None or citation.end is None:
+                    region = b"\n".join(lines)
+                else:
+                    region = b"\n".join(lines[citation.start - 1 : citation.end])
+                if cited_hash(region) == digest:
+                    return region, f"git commit {commit[:12]}"
+    except StoreError as exc:
+        return None, f"no snapshot was kept and git's history cannot be read ({exc.message})"
+    if git.text(root, "rev-parse", "--is-shallow-repository") == "true":
         return None, (
             "no snapshot was kept and this shallow clone's history does not hold the cited text"
         )

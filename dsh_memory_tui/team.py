@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import git
 from .errors import ErrorCode, StoreError
 from .governance import is_erased
 from .governance import tombstone as erase
@@ -75,32 +75,11 @@ class CloneNames:
         return name
 
 
-def _git(cwd: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess[str] | None:
-    """``git args`` in ``cwd``; None when git is not there or fails (``check``: raise)."""
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        if check:
-            raise StoreError(ErrorCode.GIT_FAILED, f"git {args[0]}: {exc}") from None
-        return None
-    if done.returncode != 0:
-        if check:
-            why = done.stderr.strip().splitlines()
-            raise StoreError(
-                ErrorCode.GIT_FAILED, f"git {' '.join(args[:2])}: {why[-1] if why else 'failed'}"
-            )
-        return None
-    return done
-
-
 def _first_author(workspace: Path, shared: Path, scope_key: str) -> str | None:
-    done = _git(
+    done = git.text(
         workspace, "log", "--format=%an", "-S", f'"scopeKey":"{scope_key}"', "--", str(shared)
     )
-    names = done.stdout.split("\n") if done is not None else []
-    names = [n for n in names if n.strip()]
+    names = [n for n in (done or "").split("\n") if n.strip()]
     return names[-1].strip() if names else None  # newest first: the last is who added it
 
 
@@ -525,8 +504,7 @@ def driver_command() -> str:
 
 
 def _repository(workspace: Path) -> Path | None:
-    done = _git(workspace, "rev-parse", "--show-toplevel")
-    return Path(done.stdout.strip()) if done is not None and done.stdout.strip() else None
+    return git.toplevel(workspace)
 
 
 def _attribute_line(top: Path, workspace: Path) -> str:
@@ -539,10 +517,9 @@ def status(workspace: Path) -> GitStatus:
     if top is None:
         return GitStatus(None, False, None, False)
     shared = workspace / SHARED_PATH
-    attr = _git(top, "check-attr", "merge", "--", os.path.relpath(shared, top))
-    attribute = attr is not None and attr.stdout.strip().endswith(f": merge: {DRIVER}")
-    got = _git(top, "config", "--get", f"merge.{DRIVER}.driver")
-    driver = got.stdout.strip() if got is not None else None
+    attr = git.text(top, "check-attr", "merge", "--", os.path.relpath(shared, top))
+    attribute = attr is not None and attr.endswith(f": merge: {DRIVER}")
+    driver = git.text(top, "config", "--get", f"merge.{DRIVER}.driver")
     runnable = False
     if driver:
         try:
@@ -567,10 +544,8 @@ def install(workspace: Path) -> GitStatus:
     if line not in text.splitlines():
         sep = "" if not text or text.endswith("\n") else "\n"
         _write_attributes(attributes, text + sep + line + "\n")
-    _git(
-        top, "config", f"merge.{DRIVER}.name", "dsh-memory: shared memory by record id", check=True
-    )
-    _git(top, "config", f"merge.{DRIVER}.driver", driver_command(), check=True)
+    git.run(top, "config", f"merge.{DRIVER}.name", "dsh-memory: shared memory by record id")
+    git.run(top, "config", f"merge.{DRIVER}.driver", driver_command())
     return status(workspace)
 
 
@@ -585,7 +560,7 @@ def uninstall(workspace: Path) -> GitStatus:
     kept = [x for x in text.splitlines() if x != line]
     if len(kept) != len(text.splitlines()):
         _write_attributes(attributes, "".join(x + "\n" for x in kept))
-    _git(top, "config", "--remove-section", f"merge.{DRIVER}")  # absent: nothing to do
+    git.attempt(top, "config", "--remove-section", f"merge.{DRIVER}")  # absent: nothing to do
     return status(workspace)
 
 

@@ -4,6 +4,7 @@ ambiguous prefix is an error naming the candidates. ``list`` on a terminal fits 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import struct
@@ -114,3 +115,117 @@ def test_list_on_a_wide_terminal_is_the_whole_table(alice_store: MemoryStore):
     home, workspace = alice_store.paths.home, alice_store.paths.workspace
     wide = run_cli(home, workspace, "list").stdout.splitlines()
     assert list_on_a_terminal(home, workspace, 400) == wide
+
+
+# ------------------------------------------------------------ every command that takes an ID
+
+
+def _prefix(home: Path, workspace: Path, rid: str) -> str:
+    """A unique prefix of ``rid``'s last part, shorter than the whole id."""
+    short = short_ids(MemoryStore.open(home, workspace, "alice").known_ids())[rid]
+    assert short != rid and len(short) < len(rid.rpartition(":")[2])
+    return short
+
+
+def _ok(home: Path, workspace: Path, *args: str) -> str:
+    done = run_cli(home, workspace, *args)
+    assert done.returncode in (0, 1) and "error[" not in done.stderr, (args, done.stderr)
+    return done.stdout
+
+
+# Each command that names a record, run on a prefix: the argv after the command's name, with
+# "{a}" ... for the prefixes of the records below, and what its output must then say.
+PREFIX_RUNS: dict[str, tuple[list[str], str]] = {
+    "show": (["{a}"], "title:        Alpha"),
+    "edit": (["{a}", "--base-revision", "1", "--title", "Alpha two"], "revision 2"),
+    "verify": (["{a}", "--reason", "checked"], "active, verified"),
+    "pin": (["{a}"], "revision 4"),
+    "unpin": (["{a}"], "revision 5"),
+    "archive": (["{a}"], "archived, verified"),
+    "restore": (["{a}"], "active, verified"),
+    "reject": (["{b}"], "active, rejected"),
+    "copy": (["{c}", "--to-scope", "user"], "memory:"),
+    "lint": (["{c}"], "1 record(s) checked"),
+    "sources": (["{d}"], "changed"),
+    "reverify": (["{d}"], "active, verified"),
+    "keep": (["{e}"], "kept: verified"),
+    "merge": (["{g}", "{h}"], "merged: revision"),
+    "audit": (["--record", "{d}"], "entr"),
+    "forget": (["{a}"], "forgotten"),
+}
+
+
+def test_every_command_that_names_a_record_takes_a_unique_prefix(dirs):
+    from dsh_memory_tui.cli import COMMANDS
+
+    assert set(PREFIX_RUNS) == {c.name for c in COMMANDS.values() if c.record_dests}, (
+        "a command that names a record is missing from PREFIX_RUNS"
+    )
+    home, workspace = dirs
+    (workspace / "code.py").write_text("x = 1\n")
+    ids = {key: propose(home, workspace, title) for key, title in zip(
+        "abcgh", ["Alpha", "Beta", "Gamma", "Merge keep", "Merge other"], strict=True)}  # fmt: skip
+    for key in "ef":  # two versions of one title: a conflict group
+        ids[key] = _ok(home, workspace, "propose", "--scope", "project", "--type", "fact",
+            "--title", "Twin", "--content", f"version {key}", "--source-ref", "session:s1",
+        ).splitlines()[-1]  # fmt: skip
+    ids["d"] = _ok(home, workspace, "create", "--scope", "project", "--type", "fact",
+        "--title", "Cited", "--content", "x is one", "--cite", "code.py:1-1",
+    ).splitlines()[-1]  # fmt: skip
+    _ok(home, workspace, "verify", ids["d"])
+    (workspace / "code.py").write_text("x = 2\n")
+    _ok(home, workspace, "sources", "--mark-stale")
+    prefixes = {key: _prefix(home, workspace, rid) for key, rid in ids.items()}
+    for name, (argv, said) in PREFIX_RUNS.items():
+        done = run_cli(home, workspace, name, *(a.format(**prefixes) for a in argv))
+        assert "error[" not in done.stderr, (name, done.stderr)
+        assert said in done.stdout, (name, done.stdout)
+        if name not in ("show", "lint", "sources", "audit"):  # a write names the whole id last
+            known = MemoryStore.open(home, workspace, "alice").known_ids()
+            assert done.stdout.splitlines()[-1] in known, (name, done.stdout)
+
+
+def test_a_prefix_that_names_no_record_or_several_is_refused_by_every_such_command(dirs):
+    from dsh_memory_tui.cli import COMMANDS
+
+    home, workspace = dirs
+    propose(home, workspace, "One")
+    propose(home, workspace, "Two")
+    for name, (argv, _) in PREFIX_RUNS.items():
+        for typed, code in (("zzzz-none", "NOT_FOUND"), ("memory:", "AMBIGUOUS_ID")):
+            given = [typed if "{" in a else a for a in argv]
+            done = run_cli(home, workspace, name, *given)
+            assert done.returncode == 1, (name, done.stdout)
+            assert done.stderr.startswith(f"error[{code}]: "), (name, done.stderr)
+    assert all(COMMANDS[name].record_dests for name in PREFIX_RUNS)
+
+
+async def test_audit_of_a_served_record_by_its_prefix_names_its_servings(dirs):
+    """Issue 32 item 7: the prefix was taken as a whole id, so the answer was "never served"."""
+    from test_mcp import client, ok
+
+    home, workspace = dirs
+    rid = run_cli(home, workspace, "create", "--scope", "project", "--type", "fact",
+        "--title", "Served", "--content", "served to an agent").stdout.splitlines()[-1]  # fmt: skip
+    assert run_cli(home, workspace, "verify", rid).returncode == 0
+    async with client(home, workspace, "--session", "s1") as session:
+        await ok(session, "workspace_memory_list")
+    done = run_cli(home, workspace, "audit", "--record", _prefix(home, workspace, rid))
+    assert done.returncode == 0, done.stderr
+    assert "served once to 1 session (s1)" in done.stdout
+    assert "never served" not in done.stdout
+    assert done.stdout.splitlines()[-1].startswith("1 entry in ")
+
+
+def test_audit_takes_the_prefix_of_a_record_only_the_audit_log_names(dirs):
+    """A record served from another workspace (or compacted away) is still in the log."""
+    from dsh_memory_tui.audit import AuditLog, served_entry
+
+    home, workspace = dirs
+    log = AuditLog(home)
+    entry = served_entry(client=("codex", "0.5"), session="s9", asked={"tool": "x"},
+                         records=[], cut=0, size=1, at=1)  # fmt: skip
+    log.append({**entry, "records": [{"id": "memory:elsewhere-0123456789", "revision": 1}]})
+    done = run_cli(home, workspace, "audit", "--record", "elsewhere-01", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [e["session"] for e in json.loads(done.stdout)] == ["s9"]

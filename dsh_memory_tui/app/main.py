@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli import UsageError, UsageParser
 from ..errors import ErrorCode, StoreError
 from ..paths import StorePaths
 from ..settings import Settings, load_settings, save_settings
+from ..usage import UsageError, UsageParser
 
 if TYPE_CHECKING:
     from .app import MemoryApp

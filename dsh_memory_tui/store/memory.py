@@ -236,11 +236,11 @@ class MemoryStore:
             out += (line.id for line in view.future if line.id is not None)
         return out
 
-    def resolve_id(self, text: str) -> str:
+    def resolve_id(self, text: str, also: Iterable[str] = ()) -> str:
         """The id ``text`` stands for: the id itself, or a unique prefix of an id or of its last
-        ``:`` part (``ids.matches``). ``NOT_FOUND`` when none has it; ``AMBIGUOUS_ID`` naming
-        the candidates when several do."""
-        found = candidates(text, self.known_ids())
+        ``:`` part (``ids.matches``), among the store's ids and ``also``. ``NOT_FOUND`` when
+        none has it; ``AMBIGUOUS_ID`` naming the candidates when several do."""
+        found = candidates(text, [*self.known_ids(), *also])
         if len(found) == 1:
             return found[0]
         if not found:

@@ -1,0 +1,79 @@
+"""dsh-memory: the scriptable command line (SPEC 9). Parsing and printing only.
+
+Exit codes: 0 success, 1 a StoreError (``error[CODE]: message`` on stderr), 2 a usage error.
+Commands that write print the id they wrote alone on the last line of stdout.
+
+Each command is declared beside its function (``command.command``) in the module of its group:
+``records`` (list, show, create, propose, edit, copy), ``review`` (the host's transitions, keep,
+merge, lint, sources), ``files`` (adopt, export, import, compact, check, the merge driver, demo)
+and ``agents`` (auto-write, payload, audit, mcp). A new command goes in one of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import ErrorCode, StoreError
+from ..store import MemoryStore
+from ..usage import UsageError, UsageParser
+from . import agents, files, records, review
+from .command import COMMANDS, CommandParser, add_globals
+
+# The groups of commands, in the order `dsh-memory --help` lists them (importing each declares
+# its commands).
+GROUPS = (records, review, files, agents)
+
+__all__ = ["COMMANDS", "UsageError", "UsageParser", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``dsh-memory``'s parser: the global options and a subcommand per declared command."""
+    parser = UsageParser(prog="dsh-memory", description="Read and govern dsh workspace memory.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_globals(parser, suppress=False)
+    # Not required here: argparse would then say "COMMAND is required" for `dsh-memory
+    # --bogus` instead of naming the flag; main() asks for the command after the flags.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
+    order = {group.__name__: n for n, group in enumerate(GROUPS)}
+    for declared in sorted(COMMANDS.values(), key=lambda c: order[c.run.__module__]):
+        sub.add_parser(
+            declared.name, help=declared.help, description=declared.help, command=declared
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dsh-memory`` with ``argv`` (default: the process's); returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.error("a COMMAND is needed (dsh-memory --help lists them)")
+        if os.environ.get("DSH_DEBUG") == "1":
+            # The auto-writer and the store skip failures quietly; this shows why.
+            import logging  # here: a command without DSH_DEBUG does not pay for it
+
+            logging.basicConfig(format="debug: %(name)s: %(message)s")
+            logging.getLogger("dsh_memory_tui").setLevel(logging.DEBUG)
+        declared = COMMANDS[args.command]
+        if declared.check is not None:
+            declared.check(args)
+        store = MemoryStore.open(args.home, args.workspace, args.user)
+        declared.resolve_ids(store, args)  # a unique prefix stands for the whole id
+        return declared.run(store, args)
+    except UsageError as exc:
+        print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)
+        return 2
+    except StoreError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2 if exc.code == ErrorCode.USAGE else 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except SystemExit as exc:  # argparse --help
+        return int(exc.code or 0)

@@ -1,0 +1,174 @@
+"""Commands that read and write records: list, show, create, propose, edit, copy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..model import records_json
+from ..present import json_for_terminal, record_facts, visible
+from ..store import MemoryStore
+from ..usage import UsageError
+from .command import (
+    RECORD_TYPES,
+    SESSION,
+    YES_SHARED,
+    arg,
+    cite,
+    command,
+    record_id,
+    scope_type,
+    session_of,
+    source_ref_type,
+)
+from .printing import clone_names, dump, print_record, print_records, written
+
+
+@command(
+    "list",
+    "current records",
+    arg("--scope", type=scope_type),
+    SESSION,
+    arg("--all", action="store_true", help="archived and forgotten records too"),
+    arg("--json", action="store_true", help="print the records as JSON"),
+)
+def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
+    records = store.records(args.scope, session=session_of(args), include_inactive=args.all)
+    if args.json:
+        # What dump prints, serialized in Rust.
+        sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
+    else:
+        print_records(records, sys.stdout, store.known_ids, clone_names(store, records))
+    return 0
+
+
+@command(
+    "show",
+    "one record",
+    record_id("id"),
+    arg("--history", action="store_true", help="every revision still in the file"),
+    arg("--json", action="store_true"),
+)
+def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
+    record = store.get(args.id)
+    history = store.history(args.id) if args.history else None
+    if args.json:
+        dump([r.to_json() for r in history] if history is not None else record.to_json())
+    else:
+        group, rivals = store.conflict(args.id)
+        facts = record_facts(
+            record,
+            store.clock(),
+            conflict_group=group,
+            rivals=len(rivals),
+            citations=store.sources.checks(record),
+        )
+        by = clone_names(store, [record])
+        if by is not None:
+            facts.append(("written by", visible(by(record)) + " (another clone of this project)"))
+        print_record(record, history, sys.stdout, facts)
+    return 0
+
+
+_NEW_RECORD = (
+    arg("--scope", type=scope_type, required=True),
+    arg("--type", required=True, choices=RECORD_TYPES),
+    arg("--title", required=True),
+    arg("--content", required=True),
+    arg("--tag", action="append", default=[]),
+    *SESSION,
+    YES_SHARED,
+    cite(),
+)
+
+
+_IDENTICAL = "an identical record exists; nothing written"
+
+
+@command("create", "a user-authored record", _NEW_RECORD)
+def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
+    result = store.create(
+        args.scope,
+        args.type,
+        args.title,
+        args.content,
+        args.tag,
+        session=session_of(args),
+        confirm_shared=args.yes_shared,
+        citations=args.cite,
+    )
+    return written(
+        result.id, None if result.written else "an identical record exists; nothing written"
+    )
+
+
+@command(
+    "propose",
+    "an agent proposal",
+    _NEW_RECORD,
+    arg("--source-ref", type=source_ref_type, action="append", default=[], metavar="KIND:ID"),
+)
+def cmd_propose(store: MemoryStore, args: argparse.Namespace) -> int:
+    result = store.propose(
+        args.scope,
+        args.type,
+        args.title,
+        args.content,
+        args.tag,
+        source_refs=args.source_ref,
+        session=session_of(args),
+        confirm_shared=args.yes_shared,
+        citations=args.cite,
+    )
+    return written(
+        result.id, None if result.written else "an identical record exists; nothing written"
+    )
+
+
+@command(
+    "edit",
+    "a new revision of a record",
+    record_id("id"),
+    arg(
+        "--base-revision",
+        type=int,
+        required=True,
+        help="the revision you edited (a newer one is a REVISION_CONFLICT)",
+    ),
+    arg("--title"),
+    arg("--content"),
+    arg("--type", choices=RECORD_TYPES),
+    arg("--tag", action="append", help="replaces the tags (repeat for several)"),
+    cite(edit=True),
+    YES_SHARED,
+)
+def cmd_edit(store: MemoryStore, args: argparse.Namespace) -> int:
+    if all(getattr(args, k) is None for k in ("title", "content", "type", "tag", "cite")):
+        raise UsageError("edit needs at least one of --title, --content, --type, --tag, --cite")
+    record = store.edit(
+        args.id,
+        args.base_revision,
+        title=args.title,
+        content=args.content,
+        record_type=args.type,
+        tags=args.tag,
+        citations=args.cite,
+        confirm_shared=args.yes_shared,
+    )
+    return written(record.id, f"revision {record.governance.revision}")
+
+
+@command(
+    "copy",
+    "copy a record into another scope",
+    record_id("id"),
+    arg("--to-scope", type=scope_type, required=True),
+    SESSION,
+    YES_SHARED,
+)
+def cmd_copy(store: MemoryStore, args: argparse.Namespace) -> int:
+    result = store.copy(
+        args.id, args.to_scope, session=session_of(args), confirm_shared=args.yes_shared
+    )
+    note = None if result.written else "an identical record exists there; nothing written"
+    return written(result.id, note)
