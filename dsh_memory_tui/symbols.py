@@ -392,9 +392,7 @@ def _definitions(grammar: str, data: bytes, root: Node) -> list[Symbol]:
     from tree_sitter import QueryCursor
 
     spec = _SPECS[grammar]
-    nodes = [
-        n for n in QueryCursor(_query(grammar)).captures(root).get("def", []) if _is_def(n, grammar)
-    ]
+    nodes = [n for n in QueryCursor(_query(grammar)).captures(root).get("def", []) if _is_def(n)]
     nodes.sort(key=lambda n: n.start_byte)
     ids = {n.id for n in nodes}
     out = []
@@ -411,7 +409,8 @@ def _definitions(grammar: str, data: bytes, root: Node) -> list[Symbol]:
             max(span[0].start_point.row + 1, last.row + (last.column > 0)),
         )
         clean = not any(n.has_error for n in span)
-        out.append(Symbol(name, spec.kinds[node.type], start, end, lines, clean, tuple(span)))
+        kind = _VALUE_KINDS.get(_value_type(node) or "", spec.kinds[node.type])
+        out.append(Symbol(name, kind, start, end, lines, clean, tuple(span)))
     return out
 
 
@@ -421,12 +420,19 @@ def _text(node: Node | None, data: bytes) -> str | None:
     return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def _is_def(node: Node, grammar: str) -> bool:
-    """A variable or field is a definition only when it holds a function, class or object."""
-    if node.type in ("variable_declarator", "public_field_definition", "field_definition"):
-        value = node.child_by_field_name("value")
-        return value is not None and value.type in _FUNCTION_VALUES
-    return True
+# Variables and fields: a definition only when they hold a function, class or object; one
+# holding a class or an object literal is of that kind.
+_HOLDERS = ("variable_declarator", "public_field_definition", "field_definition")
+_VALUE_KINDS = {"class": "class", "object": "object"}
+
+
+def _value_type(node: Node) -> str | None:
+    value = node.child_by_field_name("value") if node.type in _HOLDERS else None
+    return value.type if value is not None else None
+
+
+def _is_def(node: Node) -> bool:
+    return node.type not in _HOLDERS or _value_type(node) in _FUNCTION_VALUES
 
 
 def _own_name(node: Node, grammar: str, data: bytes) -> str | None:
