@@ -5,6 +5,12 @@ one place the host's rules live (SPEC 4: its ``validateRecord`` and ``validateGo
 for rule and limit for limit, with the host's message for each). A line gets the same verdict
 here as in the host (``tests/interop`` replays the host's own verdicts).
 
+The rooms below it, each importing only those under it: ``host_rules`` (no pydantic: the
+enumerations, limits, text rules, ids and hashes), ``model_base`` (the models' base and their
+shared fields sets), ``record`` (the models and the other verdicts on a line), ``model_fast``.
+This module is their public face: ``from .model import Record, Scope, parse_line`` is how the
+rest of the package takes any of them.
+
 Two paths give one verdict: ``model_fast`` (the fast path, and the only module that uses
 pydantic's internals) parses the usual line in Rust and checks what types cannot say; any line
 it doubts goes to ``_validate_value``, which follows the host's order of checks over
@@ -13,320 +19,160 @@ it doubts goes to ``_validate_value``, which follows the host's order of checks 
 
 from __future__ import annotations
 
-import hashlib
-import re
-import secrets
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Annotated, Any, Literal, Self, TypeGuard
+from typing import Any, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from . import model_fast as _fast
 from .errors import ErrorCode, StoreError
-from .js_json import decode_js, dumps_js, loads_js
-
-SCHEMA_VERSION = 1
-MAX_TITLE_BYTES = 256
-MAX_CONTENT_BYTES = 64 * 1024
-MAX_TAGS = 32
-MAX_TAG_BYTES = 64
-MAX_ID_BYTES = 256
-MAX_SCOPE_KEY_BYTES = 512
-MAX_NOTE_BYTES = 512
-MAX_SOURCE_REFS = 32
-MAX_SAFE_INTEGER = 2**53 - 1
-# The host joins at most this many further physical lines to recover a record (33 in all).
-MAX_RECOVERY_JOINS = 32
-
-
-class Scope(StrEnum):
-    SESSION = "session"
-    PROJECT = "project"
-    SHARED = "shared-project"
-    USER = "user"
-
-
-class RecordType(StrEnum):
-    DECISION = "decision"
-    PREFERENCE = "preference"
-    CONVENTION = "convention"
-    FACT = "fact"
-
-
-class Status(StrEnum):
-    ACTIVE = "active"
-    ARCHIVED = "archived"
-    FORGOTTEN = "forgotten"
-
-
-class Origin(StrEnum):
-    USER_AUTHORED = "user-authored"
-    IMPORTED = "imported"
-    DERIVED = "derived"
-    MODEL_SUGGESTED = "model-suggested"
-
-
-class Verification(StrEnum):
-    UNVERIFIED = "unverified"
-    VERIFIED = "verified"
-    REJECTED = "rejected"
-    STALE = "stale"
-
-
-class Retention(StrEnum):
-    SESSION_END = "session-end"
-    PROJECT_DELETE = "project-delete"
-    USER_MANAGED = "user-managed"
-
-
-class ProvenanceKind(StrEnum):
-    USER = "user"
-    AGENT = "agent"
-    TOOL = "tool"
-    IMPORT = "import"
-
-
-SOURCE_REF_KINDS = ("session", "event", "file", "url", "import")
-SourceRefKind = Literal["session", "event", "file", "url", "import"]
-
-RETENTION_BY_SCOPE = {
-    Scope.SESSION: Retention.SESSION_END,
-    Scope.PROJECT: Retention.PROJECT_DELETE,
-    Scope.SHARED: Retention.PROJECT_DELETE,
-    Scope.USER: Retention.USER_MANAGED,
-}
-
-# The origin a *new* record of each provenance kind gets (SPEC 6).
-ORIGIN_BY_PROVENANCE = {
-    ProvenanceKind.USER: Origin.USER_AUTHORED,
-    ProvenanceKind.AGENT: Origin.MODEL_SUGGESTED,
-    ProvenanceKind.TOOL: Origin.DERIVED,
-    ProvenanceKind.IMPORT: Origin.IMPORTED,
-}
-
-# Who sees a record kept in each scope (the copy dialog and the docs say this).
-AUDIENCE_BY_SCOPE = {
-    Scope.SESSION: "this session only",
-    Scope.PROJECT: "every session in this project, on this machine",
-    Scope.SHARED: "everyone sharing this project (the file is committed with it)",
-    Scope.USER: "every project of this user",
-}
-
-# JavaScript's String.prototype.trim() removes exactly these (WhiteSpace and LineTerminator).
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+from .host_rules import (
+    AUDIENCE_BY_SCOPE,
+    CONTENT_CONTROL,
+    HASH,
+    JS_WHITESPACE,
+    MAX_CONTENT_BYTES,
+    MAX_ID_BYTES,
+    MAX_NOTE_BYTES,
+    MAX_RECOVERY_JOINS,
+    MAX_SAFE_INTEGER,
+    MAX_SCOPE_KEY_BYTES,
+    MAX_SOURCE_REFS,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
+    MAX_TITLE_BYTES,
+    NOT_JS_SPACE,
+    ORIGIN_BY_PROVENANCE,
+    RETENTION_BY_SCOPE,
+    SCHEMA_VERSION,
+    SOURCE_REF_KINDS,
+    TEXT_CONTROL,
+    Origin,
+    ProvenanceKind,
+    RecordType,
+    Retention,
+    Scope,
+    SourceRefKind,
+    Status,
+    Verification,
+    blank,
+    conflict_group_for,
+    content_hash,
+    content_ok,
+    import_id,
+    is_root_id,
+    js_trim,
+    new_id,
+    now_ms,
+    random_hex,
+    safe_int,
+    session_file_stem,
+    session_scope_key,
+    sha256_hex,
+    text_ok,
+    title_key,
+    user_id_problem,
+    utf8,
+    utf8_len,
 )
-_NOT_JS_SPACE = re.compile(f"[^{re.escape(JS_WHITESPACE)}]")
-_TEXT_CONTROL = re.compile("[\x00-\x1f\x7f]")
-_CONTENT_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_HASH = re.compile("sha256:[0-9a-f]{64}")
+from .js_json import decode_js, dumps_js, loads_js
+from .record import (
+    ForeignLine,
+    FutureLine,
+    Governance,
+    Location,
+    Provenance,
+    Record,
+    RecordInvalid,
+    Revision,
+    SafeInt,
+    SchemaVersion,
+    SourceRef,
+    effective,
+    expired_view,
+    is_expired,
+    legacy_governance,
+)
 
-
-def js_trim(text: str) -> str:
-    return text.strip(JS_WHITESPACE)
-
-
-def utf8_len(text: str) -> int:
-    """UTF-8 bytes as node counts them (a lone surrogate is U+FFFD, three bytes)."""
-    try:
-        return len(text.encode())
-    except UnicodeEncodeError:
-        return len(text.encode("utf-8", "surrogatepass"))
-
-
-def utf8(text: str) -> bytes:
-    """UTF-8 as node encodes a string (a lone surrogate becomes U+FFFD)."""
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
-
-
-def text_ok(value: Any, max_bytes: int) -> bool:
-    """The host's ``text()`` rule: a string, not blank after trim, at most ``max_bytes`` UTF-8
-    bytes, no C0 control character or DEL.
-    """
-    return (
-        type(value) is str
-        and _TEXT_CONTROL.search(value) is None
-        and _NOT_JS_SPACE.search(value) is not None
-        and (len(value) * 4 <= max_bytes or utf8_len(value) <= max_bytes)
-    )
-
-
-def content_ok(value: Any, max_bytes: int = MAX_CONTENT_BYTES) -> bool:
-    """The host's ``contentText()``: like ``text_ok`` but tab, LF and CR are allowed."""
-    return (
-        type(value) is str
-        and _CONTENT_CONTROL.search(value) is None
-        and _NOT_JS_SPACE.search(value) is not None
-        and (len(value) * 4 <= max_bytes or utf8_len(value) <= max_bytes)
-    )
-
-
-def safe_int(value: Any) -> int | None:
-    """``value`` as an int if it is a JavaScript safe integer >= 0 (``1e3``, ``1.0`` and ``-0``
-    included, as JSON.parse gives them), else None.
-    """
-    if type(value) is int:
-        return value if 0 <= value <= MAX_SAFE_INTEGER else None
-    if type(value) is float and value.is_integer() and -1 < value <= MAX_SAFE_INTEGER:
-        return int(value)
-    return None
-
-
-def user_id_problem(user_id: str) -> str | None:
-    """Why ``user_id`` cannot name a user profile (the host's rule), or None."""
-    if not user_id.strip(JS_WHITESPACE):
-        return "is blank"
-    if len(user_id.encode("utf-16-le", "surrogatepass")) // 2 > 256:
-        return "is longer than 256 characters"
-    if re.search("[\\\\/\x00-\x1f\x7f]", user_id):
-        return "contains '/', '\\\\' or a control character"
-    if utf8_len(user_id) > MAX_SCOPE_KEY_BYTES:
-        return "is longer than 512 UTF-8 bytes"
-    return None
-
-
-class _Open(BaseModel):
-    # A newer host may add fields anywhere; they are kept and written back unchanged.
-    model_config = ConfigDict(extra="allow")
-
-    # Loaded records share one frozen "fields set" per shape (``model_fast.loaded``): a set per
-    # object would be most of a loaded record's memory. Assignment and copies thaw it first.
-    def __setattr__(self, name: str, value: Any) -> None:
-        _fast.thaw(self)
-        super().__setattr__(name, value)
-
-    def __copy__(self) -> Self:
-        copied = super().__copy__()
-        _fast.thaw(copied)
-        return copied
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
-        copied = super().__deepcopy__(memo)
-        _fast.thaw(copied)
-        return copied
-
-
-# Safe integers (JavaScript's Number.isSafeInteger, >= 0), checked in pydantic's Rust core.
-SafeInt = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
-Revision = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
-SchemaVersion = Annotated[int, Field(strict=True, ge=SCHEMA_VERSION, le=SCHEMA_VERSION)]
-
-
-class SourceRef(_Open):
-    kind: SourceRefKind
-    id: str
-    # Not validated as a type by the host: String(value) must look like a hash.
-    contentHash: Any = None
-
-
-class Provenance(_Open):
-    kind: ProvenanceKind
-    # Absent, never null: a null is refused by the host (``None`` here means absent).
-    sessionId: str = None  # type: ignore[assignment]
-    eventSeq: SafeInt = None  # type: ignore[assignment]
-    note: str = None  # type: ignore[assignment]
-
-
-class Governance(_Open):
-    origin: Origin
-    sourceRefs: list[SourceRef]
-    verification: Verification
-    verifiedAt: SafeInt = None  # type: ignore[assignment]
-    verifiedBy: Literal["user", "trusted-tool"] = None  # type: ignore[assignment]
-    confidence: Literal["low", "medium", "high"] = None  # type: ignore[assignment]
-    revision: Revision
-    conflictGroup: Any = None  # not validated by the host: any JSON value is kept
-    pinnedAt: SafeInt = None  # type: ignore[assignment]
-    pinnedBy: Literal["user"] = None  # type: ignore[assignment]
-    expiresAt: SafeInt = None  # type: ignore[assignment]
-    retention: Retention
-    # Our review extras (SPEC 4); the host ignores them, so any value a line has is kept.
-    reviewedBy: Any = None
-    reviewedAt: Any = None
-    reviewNote: Any = None
-
-    @property
-    def pinned(self) -> bool:
-        return self.pinnedAt is not None
-
-
-class Record(_Open):
-    """One line of a store file. Field names and order are the host's (camelCase, epoch ms)."""
-
-    # 1, strictly: Literal[1] would take JSON `true` (True == 1), and a Python validator here
-    # would cost every loaded line a call back from Rust. ``1.0`` goes the slow path (valid).
-    schemaVersion: SchemaVersion
-    id: str
-    scope: Scope
-    scopeKey: str
-    type: RecordType
-    title: str
-    content: str
-    tags: list[str]
-    provenance: Provenance
-    createdAt: SafeInt
-    updatedAt: SafeInt
-    lastUsedAt: SafeInt = None  # type: ignore[assignment]
-    useCount: SafeInt
-    contentHash: str
-    status: Status
-    # Absent on an older host's record: ``governance`` then holds the host's defaults
-    # (``legacy_governance``) without being "set", so the line is written back as it was.
-    governance: Governance = None  # type: ignore[assignment]
-
-    @property
-    def gov(self) -> Governance:
-        return self.governance
-
-    @property
-    def revision(self) -> int:
-        return self.governance.revision
-
-    @property
-    def is_legacy(self) -> bool:
-        """True for an older host's record without ``governance`` in its line."""
-        return "governance" not in self.model_fields_set
-
-    def in_review_queue(self, include_derived: bool = False) -> bool:
-        """Active, unverified, and written by the agent or an import (or the auto-writer)."""
-        origins: tuple[Origin, ...] = (Origin.MODEL_SUGGESTED, Origin.IMPORTED)
-        if include_derived:
-            origins += (Origin.DERIVED,)
-        g = self.governance
-        return (
-            self.status is Status.ACTIVE
-            and g.verification is Verification.UNVERIFIED
-            and g.origin in origins
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The record as the JSON object of SPEC 4 (what ``--json`` and export print), with
-        the governance filled in for an older host's record (as the host's export does).
-        """
-        try:
-            data = self.model_dump(mode="json", exclude_unset=True)
-        except (ValueError, TypeError):  # a lone surrogate the host accepted, or RawJSON
-            data = loads_js(dumps_js(self.model_dump(exclude_unset=True), ensure_ascii=True))
-        if "governance" not in data:
-            data["governance"] = self.governance.model_dump(mode="json", exclude_unset=True)
-        return data
-
-    def to_line(self) -> bytes:
-        """The record as one JSONL line, newline included (UTF-8, like the host's)."""
-        try:
-            return self.model_dump_json(exclude_unset=True).encode() + b"\n"
-        except (ValueError, TypeError):  # RawJSON, or a lone surrogate
-            data = self.model_dump(exclude_unset=True)
-            try:
-                return dumps_js(data).encode() + b"\n"
-            except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON.stringify does
-                return dumps_js(data, ensure_ascii=True).encode() + b"\n"
+__all__ = [
+    "AUDIENCE_BY_SCOPE",
+    "JS_WHITESPACE",
+    "MAX_CONTENT_BYTES",
+    "MAX_ID_BYTES",
+    "MAX_NOTE_BYTES",
+    "MAX_RECOVERY_JOINS",
+    "MAX_SAFE_INTEGER",
+    "MAX_SCOPE_KEY_BYTES",
+    "MAX_SOURCE_REFS",
+    "MAX_TAG_BYTES",
+    "MAX_TAGS",
+    "MAX_TITLE_BYTES",
+    "ORIGIN_BY_PROVENANCE",
+    "RETENTION_BY_SCOPE",
+    "SCHEMA_VERSION",
+    "SOURCE_REF_KINDS",
+    "ForeignLine",
+    "FutureLine",
+    "Governance",
+    "Location",
+    "Origin",
+    "Parsed",
+    "ParsedLine",
+    "Provenance",
+    "ProvenanceKind",
+    "Record",
+    "RecordInvalid",
+    "RecordType",
+    "Retention",
+    "Revision",
+    "SafeInt",
+    "SchemaVersion",
+    "Scope",
+    "SourceRef",
+    "SourceRefKind",
+    "Status",
+    "Verification",
+    "as_entry",
+    "blank",
+    "checked",
+    "checked_line",
+    "conflict_group_for",
+    "content_hash",
+    "content_ok",
+    "effective",
+    "escape_string_controls",
+    "expired_view",
+    "import_id",
+    "is_expired",
+    "is_root_id",
+    "js_trim",
+    "legacy_governance",
+    "make_record",
+    "new_id",
+    "next_revision",
+    "now_ms",
+    "parse_entries",
+    "parse_line",
+    "parse_lines",
+    "parse_text",
+    "random_hex",
+    "record_from_json",
+    "records_json",
+    "recover_multiline",
+    "safe_int",
+    "session_file_stem",
+    "session_scope_key",
+    "sha256_hex",
+    "slow_entry",
+    "text_ok",
+    "title_key",
+    "usual_run",
+    "user_id_problem",
+    "utf8",
+    "utf8_len",
+    "validate_record",
+]
 
 
 def records_json(records: Sequence[Record]) -> str:
@@ -367,180 +213,6 @@ def _indented_json(record: Record) -> str:
     return "  " + text.replace("\n", "\n  ")  # JSON strings hold no raw newline
 
 
-def content_hash(content: str) -> str:
-    return "sha256:" + hashlib.sha256(utf8(content)).hexdigest()
-
-
-def now_ms() -> int:
-    import time
-
-    return time.time_ns() // 1_000_000
-
-
-def new_id() -> str:
-    """A new record id, as the host makes them (``memory:<uuid>``)."""
-    return f"memory:{uuid.uuid4()}"
-
-
-def import_id() -> str:
-    """The id of an imported record, as the host's import makes them."""
-    return f"memory:import:{uuid.uuid4()}"
-
-
-def random_hex(n_bytes: int = 16) -> str:
-    return secrets.token_hex(n_bytes)
-
-
-def session_scope_key(session_id: str, root_id: str) -> str:
-    return f"{session_id}|{root_id}"
-
-
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(utf8(text)).hexdigest()
-
-
-def session_file_stem(scope_key: str) -> str:
-    """A session file's name without ``.jsonl``: the first 32 hex of sha256(scopeKey)."""
-    return sha256_hex(scope_key)[:32]
-
-
-def conflict_group_for(title: str) -> str:
-    """The host's conflict group of a title (trim + lower case)."""
-    return "conflict:" + sha256_hex(js_trim(title).lower())[:24]
-
-
-def title_key(title: str) -> str:
-    """Titles that the host compares as equal have the same key."""
-    return js_trim(title).lower()
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """Which file a line was read from: its scope and scopeKey. ``scope_key`` is None for a
-    session file found on disk; its own lines are those whose scopeKey hashes to ``stem``.
-    """
-
-    scope: Scope
-    scope_key: str | None
-    stem: str | None = None
-
-    def owns(self, scope_key: str) -> bool:
-        if self.scope_key is not None and scope_key == self.scope_key:
-            return True
-        if self.scope is Scope.SHARED:
-            return is_root_id(scope_key)  # a team's file: every clone's records (SPEC 3)
-        if self.scope_key is not None:
-            return False
-        return self.stem is not None and session_file_stem(scope_key) == self.stem
-
-    def teammate(self, scope_key: str) -> bool:
-        """A record of this shared file written by another clone (another rootId)."""
-        return self.scope is Scope.SHARED and scope_key != self.scope_key and is_root_id(scope_key)
-
-
-_ROOT_ID = re.compile(r"root:[0-9a-f]{64}")
-
-
-def is_root_id(key: str) -> bool:
-    """``root:`` + sha256 hex: the host's id of a workspace (another clone's, in a team)."""
-    return len(key) == 69 and _ROOT_ID.fullmatch(key) is not None
-
-
-class RecordInvalid(ValueError):
-    """A line or record that breaks a rule. ``host_message`` is the host's own message for
-    the rule (its warning text); ``reason`` adds what we know in words.
-    """
-
-    def __init__(self, host_message: str, detail: str = "", *, not_json: bool = False) -> None:
-        self.host_message = host_message
-        self.not_json = not_json  # JSON.parse failed: the host then tries to recover it
-        self.reason = f"{host_message} ({detail})" if detail else host_message
-        super().__init__(self.reason)
-
-    @property
-    def warning_code(self) -> str:
-        """The host's warning code for this line: BAD_HASH when the rule is about a hash."""
-        return "BAD_HASH" if "hash" in self.host_message else "CORRUPT_RECORD"
-
-
-@dataclass(frozen=True, slots=True)
-class FutureLine:
-    """A line with another schemaVersion (a safe integer other than 1): the host makes the
-    whole file read-only; we keep it verbatim, show it read-only and never list it.
-    """
-
-    schema_version: int
-    id: str | None
-    title: str | None
-    scope_key: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ForeignLine:
-    """A line of the file's scope with another scopeKey (another user's profile, a project
-    copied or moved from elsewhere): kept byte for byte, never validated, never ours.
-    """
-
-    scope_key: str
-    id: str | None
-    title: str | None
-
-
-def legacy_governance(record: Record) -> Governance:
-    """The host's ``memoryGovernance()`` defaults for a record without governance: agent and
-    tool records are ``derived``, user records ``verified`` at updatedAt by ``user``.
-    """
-    prov = record.provenance
-    kind = prov.kind
-    refs: list[SourceRef] = []
-    if kind is not ProvenanceKind.USER:
-        ref_kind: SourceRefKind = "import" if kind is ProvenanceKind.IMPORT else "session"
-        refs.append(SourceRef(kind=ref_kind, id=prov.sessionId or record.id))
-    gov: dict[str, Any] = {
-        "origin": Origin.USER_AUTHORED
-        if kind is ProvenanceKind.USER
-        else Origin.IMPORTED
-        if kind is ProvenanceKind.IMPORT
-        else Origin.DERIVED,
-        "sourceRefs": refs,
-        "verification": Verification.VERIFIED
-        if kind is ProvenanceKind.USER
-        else Verification.UNVERIFIED,
-    }
-    if kind is ProvenanceKind.USER:
-        gov["verifiedAt"] = record.updatedAt
-        gov["verifiedBy"] = "user"
-    gov["revision"] = 1
-    gov["retention"] = RETENTION_BY_SCOPE[record.scope]
-    return Governance(**gov)
-
-
-def is_expired(record: Record, now: int) -> bool:
-    g = record.governance
-    return (
-        g.verification is Verification.VERIFIED and g.expiresAt is not None and g.expiresAt <= now
-    )
-
-
-def expired_view(record: Record) -> Record:
-    """How the host shows a verified record past ``expiresAt``: stale, revision + 1, unpinned.
-    A view: nothing is written.
-    """
-    g = record.governance.model_dump(exclude_unset=True)
-    g.pop("pinnedAt", None)
-    g.pop("pinnedBy", None)
-    g["verification"] = Verification.STALE
-    g["revision"] = record.governance.revision + 1
-    view = record.model_copy(update={"governance": Governance(**g)})
-    _fast.mark_set(view, "governance")
-    return view
-
-
-def effective(record: Record, now: int) -> Record:
-    """The record as the host reads it at ``now`` (``expired_view`` when it has expired)."""
-    return expired_view(record) if is_expired(record, now) else record
-
-
 # ----------------------------------------------------------------------------- validation
 
 # Tests turn it off to hold the fast path to the same verdicts as ``_validate_value``.
@@ -574,9 +246,9 @@ def _need_text(value: Any, max_bytes: int, label: str) -> None:
 def _text_detail(value: Any, max_bytes: int) -> str:
     if type(value) is not str:
         return "not a string" if value is not None else "null"
-    if _NOT_JS_SPACE.search(value) is None:
+    if NOT_JS_SPACE.search(value) is None:
         return "blank"
-    if _TEXT_CONTROL.search(value):
+    if TEXT_CONTROL.search(value):
         return "contains a control character"
     return f"over {max_bytes} UTF-8 bytes"
 
@@ -625,7 +297,7 @@ def _validate_governance(value: Any) -> dict[str, Any]:
         _need_text(r.get("id"), MAX_ID_BYTES, "Memory source reference id")
         if "contentHash" in r:
             text = _js_string(r["contentHash"])
-            if text is None or not _HASH.fullmatch(text):
+            if text is None or not HASH.fullmatch(text):
                 raise RecordInvalid("Memory source reference hash is invalid")
     if g["origin"] != "user-authored" and not refs:
         raise RecordInvalid("Non-user Memory requires a source reference")
@@ -649,8 +321,10 @@ def _validate_governance(value: Any) -> dict[str, Any]:
     return g
 
 
-def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine | ForeignLine:
-    """The host's verdict on a parsed JSON value, in the host's order of checks."""
+def _not_this_files(obj: Any, location: Location | None) -> Parsed | None:
+    """The verdict on a line that is not one of this file's schemaVersion 1 records: another
+    scopeKey's (a ``ForeignLine``; a teammate's record as its own host judges it), another
+    schemaVersion's (a ``FutureLine``); None for any other line."""
     if isinstance(obj, dict) and location is not None:
         key = obj.get("scopeKey")
         if obj.get("scope") == location.scope.value and type(key) is str:
@@ -675,6 +349,14 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
                 _str_or_none(obj.get("title")),
                 _str_or_none(obj.get("scopeKey")),
             )
+    return None
+
+
+def _validate_value(obj: Any, location: Location | None) -> Parsed:
+    """The host's verdict on a parsed JSON value, in the host's order of checks."""
+    other = _not_this_files(obj, location)
+    if other is not None:
+        return other
     if not isinstance(obj, dict):
         raise RecordInvalid("Memory record must be an object")
     obj["schemaVersion"] = SCHEMA_VERSION
@@ -726,7 +408,7 @@ def _validate_value(obj: Any, location: Location | None) -> Record | FutureLine 
         raise RecordInvalid("Memory status is invalid")
     _need_text(obj.get("contentHash"), 80, "Memory content hash")
     h = obj["contentHash"]
-    if not _HASH.fullmatch(h) or h != content_hash(obj["content"]):
+    if not HASH.fullmatch(h) or h != content_hash(obj["content"]):
         raise RecordInvalid("Memory content hash is invalid", "not the sha256 of the content")
     if "governance" in obj:
         obj["governance"] = _validate_governance(obj["governance"])
@@ -740,9 +422,9 @@ def _missing(key: str) -> None:
 def _content_detail(value: Any) -> str:
     if type(value) is not str:
         return "not a string"
-    if _NOT_JS_SPACE.search(value) is None:
+    if NOT_JS_SPACE.search(value) is None:
         return "blank"
-    if _CONTENT_CONTROL.search(value):
+    if CONTENT_CONTROL.search(value):
         return "contains a control character other than tab, LF, CR"
     return f"over {MAX_CONTENT_BYTES} UTF-8 bytes"
 
@@ -877,10 +559,6 @@ class ParsedLine:
         return (text if self.recovered else js_trim(text)) + "\n"
 
 
-def _blank(raw: bytes) -> bool:
-    return not js_trim(decode_js(raw))
-
-
 def parse_lines(lines: list[bytes], location: Location | None) -> list[ParsedLine]:
     """Every entry of ``lines`` (physical lines without their LF; the last one is what follows
     the file's last LF, often empty), as the host's ``open()`` reads them: blank lines skipped,
@@ -906,7 +584,7 @@ def parse_entries(
     i = 0
     while i < n:
         raw = lines[i]
-        if raw[:1] != b"{" and _blank(raw):
+        if raw[:1] != b"{" and blank(raw):
             i += 1
             continue
         result = _usual_line(raw, location)
@@ -1101,7 +779,3 @@ def next_revision(
         return checked(Record.model_validate(data))
     except ValidationError as exc:
         raise StoreError(ErrorCode.INVALID_RECORD, _first_error(exc)) from None
-
-
-# The fast path imports this module's names: it comes last.
-from . import model_fast as _fast  # noqa: E402

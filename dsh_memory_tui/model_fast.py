@@ -5,13 +5,8 @@ This module makes the usual verdict cheap, and is the only code that relies on h
 v2 works inside (the versions ``pyproject.toml`` pins; CI also runs the model tests at its
 floor):
 
-- a loaded model's field values live in its instance ``__dict__`` (``values``), which the rule
-  checks read directly, and an unset field can be put there without being marked set
-  (``set_unset``: an older host's record gets its legacy governance and is still written back
-  as it was);
-- models of one shape share one fields set (``FrozenFields``, refusing mutation; ``thaw`` gives
-  a model its own before anything changes it): a set per object was most of a loaded record's
-  memory;
+- a loaded record shares its models' fields sets (``model_base``, the fence's lower half, which
+  keeps them) and an older host's record gets its legacy governance, unset (``loaded``);
 - the line validator is ``Record``'s core schema with the host's limits added in Rust, built
   while the model classes say "incomplete" (pydantic-core would reuse their own validators).
 
@@ -32,11 +27,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator
 
-from .model import (
-    _CONTENT_CONTROL,
-    _HASH,
-    _NOT_JS_SPACE,
-    _TEXT_CONTROL,
+from .host_rules import (
+    CONTENT_CONTROL,
+    HASH,
     JS_WHITESPACE,
     MAX_CONTENT_BYTES,
     MAX_ID_BYTES,
@@ -47,119 +40,36 @@ from .model import (
     MAX_TAG_BYTES,
     MAX_TAGS,
     MAX_TITLE_BYTES,
+    NOT_JS_SPACE,
+    TEXT_CONTROL,
+    Origin,
+    Verification,
+    blank,
+    utf8_len,
+)
+from .model_base import set_unset, share_fields
+from .record import (
     ForeignLine,
     Governance,
-    Origin,
     Provenance,
     Record,
     SourceRef,
-    Verification,
-    _blank,
     legacy_governance,
-    utf8_len,
 )
 
 if TYPE_CHECKING:
-    from .model import Location
+    from .record import Location
 
 LineValidator = Callable[..., Record]  # (line, *, strict)
-
-# ------------------------------------------------------------------------- fields sets
-
-
-class FrozenFields(set[str]):
-    """A fields set shared by loaded models of one shape: it refuses to change (``thaw`` the
-    model first), so a change to one record can never show in another.
-    """
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any) -> Any:
-        raise TypeError("a shared fields set cannot change: thaw the model first")
-
-    add = discard = remove = pop = clear = update = _refuse
-    difference_update = intersection_update = symmetric_difference_update = _refuse
-    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
-
-
-_SHAPES: dict[frozenset[str], FrozenFields] = {}
-_MAX_SHAPES = 4096  # unknown fields make new shapes; past this, objects keep their own set
-_LAST_SHAPE: dict[type, FrozenFields] = {}  # most records of a file have the same shape
-_set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
-
-# A model's field values, as pydantic keeps them (one C call; the rule checks read many).
-values: Callable[[BaseModel], dict[str, Any]] = vars
-
-
-def thaw(model: BaseModel) -> None:
-    """Give ``model`` its own fields set (before anything changes or copies it)."""
-    fields = model.__pydantic_fields_set__
-    if type(fields) is FrozenFields:
-        object.__setattr__(model, "__pydantic_fields_set__", set(fields))
-
-
-def mark_set(model: BaseModel, *names: str) -> None:
-    """Count ``names`` as set on ``model`` (written by ``exclude_unset`` dumps)."""
-    thaw(model)
-    model.__pydantic_fields_set__.update(names)
-
-
-def set_unset(model: BaseModel, name: str, value: Any) -> None:
-    """Put ``value`` in the field ``name`` without marking it set, so a dump that leaves out
-    unset fields writes the model back as it was read.
-    """
-    model.__dict__[name] = value
-
-
-def _share(model: BaseModel) -> None:
-    fields = model.__pydantic_fields_set__
-    shared = _LAST_SHAPE.get(type(model))
-    if shared is None or fields != shared:
-        key = frozenset(fields)
-        shared = _SHAPES.get(key)
-        if shared is None:
-            if len(_SHAPES) >= _MAX_SHAPES:
-                return
-            shared = _SHAPES[key] = FrozenFields(key)
-        _LAST_SHAPE[type(model)] = shared
-    object.__setattr__(model, "__pydantic_fields_set__", shared)
 
 
 def loaded(record: Record) -> Record:
     """A record just read from a line, ready to keep: its models share their fields sets
     (a small set is still 216 bytes, as much as a source ref's other parts), and an older
-    host's record gets its legacy governance.
+    host's record gets its legacy governance (unset: the line is written back as it was).
     """
-    # The usual model has the shape of the one of its class before it: one set comparison.
-    last = _LAST_SHAPE
-    shared = last.get(Record)
-    if shared is not None and record.__pydantic_fields_set__ == shared:
-        _set_fields(record, shared)
-    else:
-        _share(record)
-    d = record.__dict__
-    prov = d["provenance"]
-    shared = last.get(Provenance)
-    if shared is not None and prov.__pydantic_fields_set__ == shared:
-        _set_fields(prov, shared)
-    else:
-        _share(prov)
-    gov = d["governance"]
-    if gov is None:
-        d["governance"] = legacy_governance(record)  # unset: the line is written back as is
-        return record
-    shared = last.get(Governance)
-    if shared is not None and gov.__pydantic_fields_set__ == shared:
-        _set_fields(gov, shared)
-    else:
-        _share(gov)
-    shared = last.get(SourceRef)
-    for ref in gov.__dict__["sourceRefs"]:
-        if shared is not None and ref.__pydantic_fields_set__ == shared:
-            _set_fields(ref, shared)
-        else:
-            _share(ref)
-            shared = last.get(SourceRef)
+    if not share_fields(record):
+        set_unset(record, "governance", legacy_governance(record))
     return record
 
 
@@ -419,7 +329,7 @@ def usual_run(
     scope, key = (location.scope, location.scope_key) if location is not None else (None, None)
     while i < n:
         raw = lines[i]
-        if raw[:1] != b"{" and _blank(raw):
+        if raw[:1] != b"{" and blank(raw):
             i += 1
             continue
         try:
@@ -475,7 +385,7 @@ def fast_ok(record: Record, line: bytes | None = None) -> bool:
     for ref in refs:
         h = ref.__dict__["contentHash"]
         if (h is not None or "contentHash" in ref.__pydantic_fields_set__) and not (
-            type(h) is str and _HASH.fullmatch(h)
+            type(h) is str and HASH.fullmatch(h)
         ):
             return False
     if line is not None and line.isascii() and line.find(b"\\") < 0 and line.find(b"\x7f") < 0:
@@ -551,8 +461,8 @@ def _plain_texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()]) -> boo
     return True
 
 
-def _none_blank(texts: list[str | None]) -> bool:
-    return all(t is None or _NOT_JS_SPACE.search(t) for t in texts)
+def _noneblank(texts: list[str | None]) -> bool:
+    return all(t is None or NOT_JS_SPACE.search(t) for t in texts)
 
 
 def _texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()], line: bytes | None) -> bool:
@@ -599,17 +509,17 @@ def _texts_ok(d: dict[str, Any], refs: list[SourceRef] | tuple[()], line: bytes 
         and (not ref_ids or (min(ref_ids)[:1] > " " and max(ref_ids)[:1] < "\xa0"))
         and (session is None or " " < session[:1] < "\xa0")
         and (note is None or " " < note[:1] < "\xa0")
-    ) and not _none_blank([rid, key, title, content, *tags, *ref_ids, session, note]):
+    ) and not _noneblank([rid, key, title, content, *tags, *ref_ids, session, note]):
         return False
     # A decoded string can hold a control character only if the line has an escape (raw
     # control characters are not JSON) or a DEL.
     return not (
         (line is None or line.find(b"\\") >= 0 or line.find(b"\x7f") >= 0)
         and (
-            _TEXT_CONTROL.search(
+            TEXT_CONTROL.search(
                 " ".join([rid, key, title, *tags, *ref_ids, session or "", note or ""])
             )
-            or _CONTENT_CONTROL.search(content)
+            or CONTENT_CONTROL.search(content)
         )
     )
 

@@ -108,6 +108,8 @@ def test_a_loaded_records_shared_fields_set_refuses_to_change() -> None:
     assert parse_line(raw, PROJECT).to_line() == raw + b"\n"
 
 
+# The fence's two halves: the models' base and shared fields sets, and the fast path.
+FENCE = ("model_base.py", "model_fast.py")
 _INTERNALS = re.compile(r"__pydantic_|pydantic_core|core_schema|SchemaValidator")
 
 
@@ -116,7 +118,7 @@ def test_no_module_but_the_fence_touches_pydantics_internals() -> None:
     offenders = [
         f"{path.relative_to(REPO_ROOT)}:{n}: {line.strip()}"
         for path in sorted(package.rglob("*.py"))
-        if path.name != "model_fast.py"
+        if path.name not in FENCE
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if _INTERNALS.search(line)
     ]
