@@ -481,7 +481,8 @@ def _prefix(node: Node, grammar: str, data: bytes, ids: set[int]) -> list[str]:
 
 def _span_nodes(node: Node, spec: _Grammar) -> list[Node]:
     """The nodes a definition's span covers: itself, or its wrapper (a decorated Python
-    definition, a one-declarator ``const``, a one-spec Go ``type``), after its leading
+    definition, a one-declarator ``const``, a one-spec Go ``type``, then JavaScript's
+    ``export``: what a module exports is part of what it says), after its leading
     attributes or decorators.
     """
     parent = node.parent
@@ -492,6 +493,8 @@ def _span_nodes(node: Node, spec: _Grammar) -> list[Node]:
             and parent.named_child_count == 1
         )
     ):
+        node, parent = parent, parent.parent
+    if parent is not None and parent.type == "export_statement":
         node = parent
     first = node
     before = node.prev_sibling
@@ -760,3 +763,18 @@ def _in_outline(here: Outline, path: str, name: str, digest: str) -> Located | N
             why = f"unchanged, now {symbol.name} (lines {a}-{b})"
             return Located(State.MOVED, why, path, symbol, here)
     return None
+
+
+def anchor_for(data: bytes, path: str, start: int, end: int) -> Symbol | None:
+    """The symbol to cite instead of lines ``start``-``end`` of ``path``: the innermost
+    definition holding them, when its name is unique in the file and its tree parses (a
+    citation of it would follow the code); None when there is none, or no outline.
+    """
+    try:
+        got = outline(data, path)
+    except NoOutline:
+        return None
+    symbol = got.enclosing(start, end)
+    if symbol is None or not symbol.clean or len(got.named(symbol.name)) != 1:
+        return None
+    return symbol

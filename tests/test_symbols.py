@@ -528,3 +528,21 @@ def test_a_changed_method_with_a_copy_of_its_old_text_in_another_class_is_change
         State.CHANGED,
         "Client.fetch",
     ), found.why
+
+
+def test_the_anchor_offered_for_lines_is_the_innermost_unique_definition_holding_them():
+    case = CASES[0]
+    data = case.source.encode()
+    fetch = symbols.anchor_for(data, case.path, 3, 4)
+    assert fetch is not None and fetch.name == "Client.fetch"
+    assert symbols.anchor_for(data, case.path, 4, 7) is None  # across two definitions
+    duplicate = CASES[0].duplicate.encode()
+    assert symbols.anchor_for(duplicate, case.path, 3, 3) is None  # Client.fetch twice
+    assert symbols.anchor_for(b"line\n", "notes.txt", 1, 1) is None
+
+
+def test_export_is_part_of_a_javascript_symbol():
+    inner = symbols.outline(b"function f() { return 1; }\n", "a.ts")
+    exported = symbols.outline(b"export function f() { return 1; }\n", "a.ts")
+    assert exported.text(exported.symbols[0]).startswith(b"export function")
+    assert inner.digest(inner.symbols[0]) != exported.digest(exported.symbols[0])
