@@ -74,6 +74,9 @@ MAX_PARSE_BYTES = 4 * 1024 * 1024
 # costs more (a pathological or generated input) is given up, whatever the time it took.
 MAX_PARSE_STEPS_PER_KIB = 64
 MAX_PARSE_STEPS_FLOOR = 10_000
+# A file this small is parsed in one call (no progress callbacks: they cost a third more):
+# whatever it holds, its parse is a few milliseconds.
+DIRECT_PARSE_BYTES = 64 * 1024
 # How much of a file's head is read for the usual "generated" markers, and a line longer than
 # this in it marks a minified file.
 _GENERATED_PROBE = 4096
@@ -362,9 +365,12 @@ def outline(data: bytes, path: str) -> Outline:
 
     view = memoryview(data)
     try:
-        tree = parser.parse(
-            lambda at, _point: bytes(view[at : at + 65536]), progress_callback=progress
-        )
+        if len(data) <= DIRECT_PARSE_BYTES:  # bounded by its size: no callbacks to pay for
+            tree = parser.parse(data)
+        else:
+            tree = parser.parse(
+                lambda at, _point: bytes(view[at : at + 65536]), progress_callback=progress
+            )
     except ValueError:
         tree = None
     if tree is None:
@@ -545,41 +551,42 @@ def _is_docstring(node: Node) -> bool:
 
 
 def _tokens(node: Node, data: bytes, python: bool, out: list[bytes]) -> None:
-    """Append ``node``'s normalized tokens to ``out`` (iterative: any depth)."""
-    # Each entry: a node to visit, or the end of a named node (its closing bracket and the
-    # text after its last child that is not blank).
-    stack: list[tuple[Node, bool]] = [(node, False)]
-    ends: list[int] = []
-    while stack:
-        n, closing = stack.pop()
-        if closing:
-            _gap(data, ends.pop(), n.end_byte, out)
+    """Append ``node``'s normalized tokens to ``out``: a walk with one tree cursor (any
+    depth, no list of children made).
+    """
+    cursor = node.walk()
+    ends = [node.start_byte]  # per open node: where its last child seen ends
+    while True:
+        n = cursor.node
+        assert n is not None
+        start, end = n.start_byte, n.end_byte
+        if start > ends[-1]:
+            _gap(data, ends[-1], start, out)
+        kind = n.type
+        if kind in _COMMENTS or (python and kind == "expression_statement" and _is_docstring(n)):
+            pass
+        elif n.child_count == 0:
+            if end > start:
+                out.append(data[start:end])
+            elif not n.is_missing and kind:  # an inserted token (an automatic ";")
+                out.append(kind.encode())
+        else:
             if n.is_named:
+                out.append(_OPEN)
+            cursor.goto_first_child()
+            ends.append(start)
+            continue
+        ends[-1] = end
+        while not (len(ends) > 1 and cursor.goto_next_sibling()):
+            if len(ends) == 1:
+                return
+            cursor.goto_parent()
+            parent = cursor.node
+            assert parent is not None
+            _gap(data, ends.pop(), parent.end_byte, out)
+            if parent.is_named:
                 out.append(_CLOSE)
-            if ends:
-                ends[-1] = n.end_byte
-            continue
-        if ends:
-            _gap(data, ends[-1], n.start_byte, out)
-        if n.type in _COMMENTS or (
-            python and n.type == "expression_statement" and _is_docstring(n)
-        ):
-            if ends:
-                ends[-1] = n.end_byte
-            continue
-        if n.child_count == 0:
-            if n.end_byte > n.start_byte:
-                out.append(data[n.start_byte : n.end_byte])
-            elif not n.is_missing and n.type:  # an inserted token (an automatic ";")
-                out.append(n.type.encode())
-            if ends:
-                ends[-1] = n.end_byte
-            continue
-        if n.is_named:
-            out.append(_OPEN)
-        ends.append(n.start_byte)
-        stack.append((n, True))
-        stack.extend((child, False) for child in reversed(n.children))
+            ends[-1] = parent.end_byte
 
 
 def _gap(data: bytes, start: int, end: int, out: list[bytes]) -> None:

@@ -442,6 +442,7 @@ def test_a_parse_that_costs_more_than_its_size_allows_is_given_up(tmp_path, monk
     """Work is counted (the parser's progress calls), never timed."""
     monkeypatch.setattr(symbols, "MAX_PARSE_STEPS_FLOOR", 1)
     monkeypatch.setattr(symbols, "MAX_PARSE_STEPS_PER_KIB", 0)
+    monkeypatch.setattr(symbols, "DIRECT_PARSE_BYTES", 0)
     (tmp_path / "deep.js").write_text("const f = () => " + "[" * 20000 + "]" * 20000 + ";\n")
     with pytest.raises(symbols.NoOutline) as given_up:
         symbols.outline((tmp_path / "deep.js").read_bytes(), "deep.js")
