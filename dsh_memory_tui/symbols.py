@@ -284,6 +284,13 @@ class Outline:
     def text(self, symbol: Symbol) -> bytes:
         return self.data[symbol.start : symbol.end]
 
+    def lines_of(self, symbol: Symbol) -> bytes:
+        """The whole lines the symbol is on (its first line's indentation too), without the
+        last line's end: what a diff shows of it."""
+        start = self.data.rfind(b"\n", 0, symbol.start) + 1
+        end = self.data.find(b"\n", symbol.end)
+        return self.data[start : len(self.data) if end == -1 else end].removesuffix(b"\r")
+
     def normalized(self, symbol: Symbol) -> bytes:
         """What the hash covers: the tokens' text, one space apart, named nodes bracketed
         (``⟨ ⟩``), comments and Python docstrings left out (see the module's docstring).
@@ -300,6 +307,23 @@ class Outline:
             got = "sha256:" + hashlib.sha256(self.normalized(symbol)).hexdigest()
             self._digests[id(symbol)] = got
         return got
+
+    def find(self, name: str, digest: str) -> Symbol | None:
+        """The cited symbol, by its text (``digest``): a clean definition named ``name``; when
+        no definition has that name any more, one whose name ends the same (a method moved to
+        another class of the file). A symbol still defined under its name but changed is not
+        looked for under others (a copy of its old text elsewhere is not where it went).
+        """
+        named = self.named(name)
+        for symbol in named:
+            if symbol.clean and self.digest(symbol) == digest:
+                return symbol
+        if named:
+            return None
+        for symbol in self.ending_in(name.rsplit(".", 1)[-1]):
+            if symbol.clean and self.digest(symbol) == digest:
+                return symbol
+        return None
 
     def enclosing(self, start: int, end: int) -> Symbol | None:
         """The innermost definition whose lines hold lines ``start``-``end``, or None."""
@@ -695,7 +719,7 @@ class SymbolFinder:
         except NoOutline as exc:
             return Located(State.UNPARSED, f"cannot parse now: {exc.reason}")
         if here is not None:
-            found = _in_outline(here, path, name, digest)
+            found = in_outline(here, path, name, digest)
             if found is not None:
                 return found
         if here is None or not (here.broken or here.named(name)):
@@ -727,11 +751,11 @@ class SymbolFinder:
 
     def _search(self, path: str, last: str, digest: str) -> Located | None:
         """The symbol, by its last name part and its text, in another file of its language."""
-        family = _family(grammar_for(path))
+        kin = family(grammar_for(path))
         needle = last.encode()
         searched = 0
         for other in self._files():
-            if other == path or _family(grammar_for(other)) != family:
+            if other == path or family(grammar_for(other)) != kin:
                 continue
             searched += 1
             if searched > MAX_SEARCHED_FILES:
@@ -752,24 +776,20 @@ class SymbolFinder:
         return None
 
 
-def _family(grammar: str | None) -> str | None:
+def family(grammar: str | None) -> str | None:
+    """Grammars whose files a symbol can move between (JavaScript, TypeScript, TSX)."""
     return _FAMILIES.get(grammar, grammar) if grammar is not None else None
 
 
-def _in_outline(here: Outline, path: str, name: str, digest: str) -> Located | None:
-    """``ok`` or ``moved`` within ``here`` when a clean definition has the cited text."""
-    for symbol in here.named(name):
-        if symbol.clean and here.digest(symbol) == digest:
-            a, b = symbol.lines
-            return Located(State.OK, f"unchanged (lines {a}-{b})", path, symbol, here)
-    if here.named(name):
-        return None  # still defined under its name: changed there, not moved to a copy
-    for symbol in here.ending_in(name.rsplit(".", 1)[-1]):
-        if symbol.clean and here.digest(symbol) == digest:
-            a, b = symbol.lines
-            why = f"unchanged, now {symbol.name} (lines {a}-{b})"
-            return Located(State.MOVED, why, path, symbol, here)
-    return None
+def in_outline(here: Outline, path: str, name: str, digest: str) -> Located | None:
+    """``ok`` or ``moved`` within ``here`` when ``Outline.find`` finds the cited text."""
+    symbol = here.find(name, digest)
+    if symbol is None:
+        return None
+    a, b = symbol.lines
+    if symbol.name == name:
+        return Located(State.OK, f"unchanged (lines {a}-{b})", path, symbol, here)
+    return Located(State.MOVED, f"unchanged, now {symbol.name} (lines {a}-{b})", path, symbol, here)
 
 
 def anchor_for(data: bytes, path: str, start: int, end: int) -> Symbol | None:

@@ -460,9 +460,9 @@ def truth_holds(ws: Workspace, cited: Cited, touched: set[str]) -> tuple[bool, s
         words = {t for _, _, t, _ in here}
         if all(part in words for part in cited.name.split(".")[:-1]):
             return False, None  # still defined where it was: it changed there
-    family = symbols._family(symbols.grammar_for(cited.path))
+    family = symbols.family(symbols.grammar_for(cited.path))
     for other in sorted(ws.files(), key=lambda f: (f != cited.path, f not in touched, f)):
-        if symbols._family(symbols.grammar_for(other)) != family:
+        if symbols.family(symbols.grammar_for(other)) != family:
             continue
         there = ws.tokens(other)
         if there is not None and contains(there, cited.truth, cited.anchored):
