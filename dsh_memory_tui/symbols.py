@@ -580,51 +580,54 @@ def _is_docstring(node: Node) -> bool:
 
 def _tokens(node: Node, data: bytes, python: bool, out: list[bytes]) -> None:
     """Append ``node``'s normalized tokens to ``out``: a walk with one tree cursor (any
-    depth, no list of children made).
+    depth, no list of children made). Text inside a node that no child covers (none of our
+    grammars leaves any, but a grammar may) is kept when it is not blank.
     """
     cursor = node.walk()
+    first_child, next_sibling, parent = (
+        cursor.goto_first_child,
+        cursor.goto_next_sibling,
+        cursor.goto_parent,
+    )
+    append = out.append
     ends = [node.start_byte]  # per open node: where its last child seen ends
     while True:
         n = cursor.node
         assert n is not None
         start, end = n.start_byte, n.end_byte
         if start > ends[-1]:
-            _gap(data, ends[-1], start, out)
+            gap = data[ends[-1] : start]
+            if not gap.isspace():
+                append(gap.strip())
         kind = n.type
         if kind in _COMMENTS or (python and kind == "expression_statement" and _is_docstring(n)):
             pass
         elif n.child_count == 0:
             if end > start:
-                out.append(data[start:end])
+                append(data[start:end])
             elif not n.is_missing and kind:  # an inserted token (an automatic ";")
-                out.append(kind.encode())
+                append(kind.encode())
         else:
             if n.is_named:
-                out.append(_OPEN)
-            cursor.goto_first_child()
+                append(_OPEN)
+            first_child()
             ends.append(start)
             continue
         ends[-1] = end
-        while not (len(ends) > 1 and cursor.goto_next_sibling()):
+        while not (len(ends) > 1 and next_sibling()):
             if len(ends) == 1:
                 return
-            cursor.goto_parent()
-            parent = cursor.node
-            assert parent is not None
-            _gap(data, ends.pop(), parent.end_byte, out)
-            if parent.is_named:
-                out.append(_CLOSE)
-            ends[-1] = parent.end_byte
-
-
-def _gap(data: bytes, start: int, end: int, out: list[bytes]) -> None:
-    """Text inside a node that no child covers (a grammar's string body, say), when not
-    blank.
-    """
-    if end > start:
-        gap = data[start:end].strip()
-        if gap:
-            out.append(gap)
+            parent()
+            up = cursor.node
+            assert up is not None
+            last, close = ends.pop(), up.end_byte
+            if close > last:
+                gap = data[last:close]
+                if not gap.isspace():
+                    append(gap.strip())
+            if up.is_named:
+                append(_CLOSE)
+            ends[-1] = close
 
 
 # ----------------------------------------------------------------------- where a symbol is now
