@@ -336,6 +336,16 @@ class Outline:
                 best = symbol
         return best
 
+    def anchor(self, start: int, end: int) -> Symbol | None:
+        """The symbol to cite instead of lines ``start``-``end``: the innermost definition
+        holding them, when its name is unique in the file and its tree parses (a citation of
+        it would follow the code); else None.
+        """
+        symbol = self.enclosing(start, end)
+        if symbol is None or not symbol.clean or len(self.named(symbol.name)) != 1:
+            return None
+        return symbol
+
     def resolve(self, path: str, name: str) -> Symbol:
         """The one definition ``name`` names, to cite it. INVALID_CITATION when there is none
         (naming those ending in the same part), two or more (listing them: cite a line range),
@@ -797,18 +807,3 @@ def in_outline(here: Outline, path: str, name: str, digest: str) -> Located | No
     if symbol.name == name:
         return Located(State.OK, f"unchanged (lines {a}-{b})", path, symbol, here)
     return Located(State.MOVED, f"unchanged, now {symbol.name} (lines {a}-{b})", path, symbol, here)
-
-
-def anchor_for(data: bytes, path: str, start: int, end: int) -> Symbol | None:
-    """The symbol to cite instead of lines ``start``-``end`` of ``path``: the innermost
-    definition holding them, when its name is unique in the file and its tree parses (a
-    citation of it would follow the code); None when there is none, or no outline.
-    """
-    try:
-        got = outline(data, path)
-    except NoOutline:
-        return None
-    symbol = got.enclosing(start, end)
-    if symbol is None or not symbol.clean or len(got.named(symbol.name)) != 1:
-        return None
-    return symbol

@@ -351,13 +351,12 @@ def test_a_changed_method_with_a_copy_of_its_old_text_in_another_class_is_change
 
 def test_the_anchor_offered_for_lines_is_the_innermost_unique_definition_holding_them():
     case = CASES[0]
-    data = case.source.encode()
-    fetch = symbols.anchor_for(data, case.path, 3, 4)
+    outline = symbols.outline(case.source.encode(), case.path)
+    fetch = outline.anchor(3, 4)
     assert fetch is not None and fetch.name == "Client.fetch"
-    assert symbols.anchor_for(data, case.path, 4, 7) is None  # across two definitions
-    duplicate = CASES[0].duplicate.encode()
-    assert symbols.anchor_for(duplicate, case.path, 3, 3) is None  # Client.fetch twice
-    assert symbols.anchor_for(b"line\n", "notes.txt", 1, 1) is None
+    assert outline.anchor(4, 7) is None  # across two definitions
+    duplicate = symbols.outline(case.duplicate.encode(), case.path)
+    assert duplicate.anchor(3, 3) is None  # Client.fetch twice
 
 
 def test_export_is_part_of_a_javascript_symbol():
