@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from citing import commit_all, git
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from symbol_cases import CASES, IDS, Case
 
 from dsh_memory_tui import symbols
@@ -364,3 +366,68 @@ def test_export_is_part_of_a_javascript_symbol():
     exported = symbols.outline(b"export function f() { return 1; }\n", "a.ts")
     assert exported.text(exported.symbols[0]).startswith(b"export function")
     assert inner.digest(inner.symbols[0]) != exported.digest(exported.symbols[0])
+
+
+_STATEMENTS = {
+    "python": ["x = a + {n}", "if a > {n}:\n{i}    return b", "b = [a, {n}, 'k {n}']", "a()"],
+    "go": ["x := a + {n}", "if a > {n} {{\n{i}\treturn b\n{i}}}", "b = []int{{a, {n}}}", "a()"],
+    "java": ["x = a + {n};", "if (a > {n}) {{ return b; }}", 'b = "k {n}";', "a();"],
+}
+_WRAP = {
+    "python": ("f.py", "def f(a, b):\n{body}\n", "    ", "# note {n}"),
+    "go": (
+        "f.go",
+        "package p\n\nfunc f(a int, b int) int {{\n{body}\n\treturn b\n}}\n",
+        "\t",
+        "// note {n}",
+    ),
+    "java": (
+        "F.java",
+        "class F {{\n  int f(int a, int b) {{\n{body}\n    return b;\n  }}\n}}\n",
+        "    ",
+        "/* note {n} */",
+    ),
+}
+
+
+def _source(language: str, picks: list[tuple[int, int]], cosmetic: list[int]) -> str:
+    """A function of the ``picks`` statements; ``cosmetic``: where blank lines, comments and
+    extra spaces go (none changes a token)."""
+    path, wrap, indent, comment = _WRAP[language]
+    lines = []
+    for k, (which, n) in enumerate(picks):
+        text = _STATEMENTS[language][which].format(n=n, i=indent)
+        if k in cosmetic:
+            lines.append("")
+            lines.append(indent + comment.format(n=k))
+            text = text.replace(" = ", "  =   ", 1)
+        lines.append(indent + text)
+    return wrap.format(body="\n".join(lines))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    language=st.sampled_from(sorted(_STATEMENTS)),
+    picks=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 99)), min_size=1, max_size=8),
+    cosmetic=st.sets(st.integers(0, 7)),
+    changed=st.integers(0, 7),
+)
+def test_cosmetic_edits_never_change_the_hash_and_a_token_edit_always_does(
+    language, picks, cosmetic, changed
+):
+    path = _WRAP[language][0]
+
+    def digest(text: str) -> str:
+        outline = symbols.outline(text.encode(), path)
+        (symbol,) = [s for s in outline.symbols if s.last == "f"]
+        assert not outline.broken
+        return outline.digest(symbol)
+
+    plain = digest(_source(language, picks, set()))
+    assert digest(_source(language, picks, cosmetic)) == plain
+    k = changed % len(picks)
+    which, n = picks[k]
+    edited = [*picks[:k], (which, n + 100), *picks[k + 1 :]]
+    if _STATEMENTS[language][which].count("{n}") == 0:
+        edited = [*picks[:k], ((which + 1) % 4, n), *picks[k + 1 :]]
+    assert digest(_source(language, edited, cosmetic)) != plain
