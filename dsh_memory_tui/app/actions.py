@@ -51,7 +51,12 @@ ACTIONS: list[Key] = [
     Key("f", "forget", "Forget", "forget: erase title and content for good (asks first)"),
     Key("c", "copy", "Copy to scope", "copy to another scope (says who will see it)"),
     # After the keys the footer showed before them: at 80 columns it shows what fits.
-    Key("R", "reverify", "Reverify", "re-verify a stale record (edited or expired since)"),
+    Key(
+        "R",
+        "reverify",
+        "Reverify",
+        "re-verify a stale record, or one whose cited code changed (its citations re-anchored)",
+    ),
     Key("p", "pin", "Pin/unpin", "pin a verified record (the agent sees it first), or unpin"),
     Key(
         "K",
@@ -335,6 +340,8 @@ def refusal(action: str, records: Sequence[Record], here: Here) -> Refusal | Non
         governed = GOVERNED[action]
     first: StoreError | None = None
     for r in records:
+        if governed is Action.REVERIFY and r.id in here.rereview:
+            return None  # verified, its cited code changed: re-verify re-anchors it
         refusal = refused(r, governed, here.now)
         if refusal is None:
             return None

@@ -164,6 +164,20 @@ def dump(obj: Any) -> None:
     sys.stdout.write(json_for_terminal(dumps_js(obj, indent=2)) + "\n")
 
 
+def dump_plain(obj: Any) -> None:
+    """``dump`` of plain data (strings, integers, booleans, None, lists, dicts: no float, no
+    ``RawJSON``), the same bytes serialized in Rust (the json module's indenting encoder is
+    pure Python: 0.1 s for 10,000 citations); a lone surrogate goes the json module's way."""
+    from pydantic_core import PydanticSerializationError, to_json
+
+    try:
+        text = to_json(obj, indent=2).decode()
+    except PydanticSerializationError:
+        dump(obj)
+        return
+    sys.stdout.write(json_for_terminal(text) + "\n")
+
+
 def written(record_id: str, note: str | None = None) -> int:
     """A write's last words: ``note`` if any, then the id alone on the last line (exit 0)."""
     if note:

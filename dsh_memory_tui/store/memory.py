@@ -45,7 +45,15 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
-from ..sources import Citation, Sources, snapshots_dir, with_citations
+from ..sources import (
+    Citation,
+    Sources,
+    cited_hashes,
+    placed,
+    snapshots_dir,
+    tag_for,
+    with_citations,
+)
 from . import maintenance, transitions, writer
 from .view import FileChange, FileView
 from .writer import CompactResult, Rewrite
@@ -118,7 +126,9 @@ class MemoryStore:
         got = self.__dict__.get("_sources")
         if got is None:
             snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
-            got = self.__dict__["_sources"] = Sources(self.paths.workspace, snaps)
+            got = self.__dict__["_sources"] = Sources(
+                self.paths.workspace, snaps, self.paths.root_id, holds_secret
+            )
         return got
 
     # ----------------------------------------------------------------- files and views
@@ -470,7 +480,8 @@ class MemoryStore:
         provenance = Provenance(kind=ProvenanceKind.USER)
         if session is not None:
             provenance.sessionId = session[0]
-        return self._new(
+        cited = self.sources.cite_all(citations, tag_for(Scope(scope), self.paths.root_id))
+        result = self._new(
             scope,
             record_type,
             title,
@@ -479,9 +490,11 @@ class MemoryStore:
             session,
             provenance,
             Origin.USER_AUTHORED,
-            self.sources.cite_all(citations),
+            cited,
             confirm_shared,
         )
+        self.sources.keep_snapshots(cited)
+        return result
 
     def propose(
         self,
@@ -502,13 +515,17 @@ class MemoryStore:
         Without ``source_refs`` or ``citations`` and outside a session, INVALID_RECORD (the
         host needs one). INVALID_CITATION for a bad citation; nothing is written.
         """
-        refs = [*source_refs, *self.sources.cite_all(citations)]
+        refs = list(source_refs)
+        # Counted with the refs beside them before any cited file is read.
+        beside = len(refs) + (session is not None)
+        cited = self.sources.cite_all(citations, tag_for(Scope(scope), self.paths.root_id), beside)
+        refs += cited
         provenance = Provenance(kind=ProvenanceKind.AGENT, note="memory proposal")
         if session is not None:
             provenance.sessionId = session[0]
             if not any(r.kind == "session" and r.id == session[0] for r in refs):
                 refs.insert(0, SourceRef(kind="session", id=session[0]))
-        return self._new(
+        result = self._new(
             scope,
             record_type,
             title,
@@ -520,6 +537,8 @@ class MemoryStore:
             refs,
             confirm_shared,
         )
+        self.sources.keep_snapshots(cited)
+        return result
 
     def edit(
         self,
@@ -541,7 +560,12 @@ class MemoryStore:
         READ_ONLY_SCOPE for a session record; FORGOTTEN for a forgotten one;
         INVALID_CITATION for a bad citation.
         """
-        cited = None if citations is None else self.sources.cite_all(citations)
+        cited = None
+        if citations is not None:
+            record = self.get(record_id)
+            beside = sum(1 for r in record.governance.sourceRefs if r.kind != "file")
+            tag = tag_for(record.scope, self.paths.root_id)
+            cited = self.sources.cite_all(citations, tag, beside)
         changes: dict[str, Any] = {}
         if title is not None:
             if not js_trim(title):
@@ -575,7 +599,9 @@ class MemoryStore:
                 return None
             return edited(current, self.clock(), real, gov)
 
-        return self.revise(record_id, change, confirm_shared=confirm_shared)
+        done = self.revise(record_id, change, confirm_shared=confirm_shared)
+        self.sources.keep_snapshots(cited or ())
+        return done
 
     # ----------------------------------------------------------------- review (transitions.py)
     # The reviewer's writes are functions of the store in store/transitions.py: its methods.
@@ -638,7 +664,13 @@ class MemoryStore:
             dead = tombstone(current, self.clock())
             return Rewrite(forget=dead), dead
 
-        return self.rewrite(view.file, decide, confirm_shared=confirm_shared)[0]
+        cited = cited_hashes(view.history(record_id))
+        dead = self.rewrite(view.file, decide, confirm_shared=confirm_shared)[0]
+        # Its snapshots go too, but a text another record still cites.
+        live = [r for r in self.records(include_inactive=True) if r.status is not Status.FORGOTTEN]
+        everywhere = dead.scope is Scope.USER  # cited in any workspace
+        self.sources.kept.erase(cited - cited_hashes(live), everywhere)
+        return dead
 
     def copy(
         self,
@@ -657,7 +689,7 @@ class MemoryStore:
         target = self.file_for(to_scope, session)
         gov = source.governance
         refs = merge_refs(
-            gov.sourceRefs,
+            placed(gov.sourceRefs, target.scope, self.paths.root_id),
             [SourceRef(kind="import", id=source.id, contentHash=source.contentHash)],
         )
         if len(refs) > MAX_SOURCE_REFS:
@@ -741,3 +773,12 @@ def _enum(kind: type[T], value: Any, name: str) -> T:
         raise StoreError(
             ErrorCode.INVALID_RECORD, f"{name} {value!r} is not one of {allowed}"
         ) from None
+
+
+def holds_secret(data: bytes) -> bool:
+    """Whether ``lint``'s secret detectors flag anything in ``data`` (read as UTF-8): such
+    cited text is never snapshotted into the home."""
+    from .. import lint  # its detectors load on first need: most citations never ask
+
+    found = lint.text_flags(data.decode("utf-8", "replace"), "content")
+    return any(f.kind == "secret" for f in found)

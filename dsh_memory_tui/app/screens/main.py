@@ -495,6 +495,11 @@ class MainScreen(Screen[None]):
         self._with_reason(Action.REJECT, "Reject", "warning")
 
     def action_reverify(self) -> None:
+        records = self.memory.targets()
+        if len(records) == 1 and any(r.kind == "file" for r in records[0].governance.sourceRefs):
+            # Its citations re-anchored, or the question where its text is now.
+            self.memory.source_review.reverify(records[0])
+            return
         self._confirm_batch(Action.REVERIFY)
 
     def action_pin(self) -> None:
