@@ -241,20 +241,37 @@ def test_a_symbol_citation_parses_to_its_path_and_dotted_name():
     assert Citation.parse("web/a.js#Client.#secret").symbol == "Client.#secret"
 
 
+def _cli(tmp_path: Path, ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "DSH_USER_ID": "alice"}
+    return subprocess.run(
+        [sys.executable, "-m", "dsh_memory_tui.cli", "--workspace", str(ws), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def test_a_line_range_inside_one_method_gets_a_hint_naming_the_symbol(tmp_path):
+    case = CASES[0]
+    _, ws = _repo(tmp_path, case)
+    new = ("create", "--scope", "project", "--type", "fact", "--title", "t", "--content")
+    inside = _cli(tmp_path, ws, *new, "c1", "--cite", f"{case.path}:3-4")
+    assert inside.returncode == 0, inside.stderr
+    assert (
+        f"hint: {case.path}:3-4 lies inside Client.fetch: cite {case.path}#Client.fetch instead"
+    ) in inside.stderr
+    across = _cli(tmp_path, ws, *new, "c2", "--cite", f"{case.path}:4-7")
+    assert across.returncode == 0 and "hint" not in across.stderr
+
+
 def test_the_cli_cites_a_method_sees_it_moved_then_changed_with_its_diff(tmp_path):
     """The user's story: cite a method, move it in a refactoring commit (``moved``, exit 0),
     change its body (``changed``, exit 1, the diff of its old text against its new)."""
     case = CASES[0]
     _, ws = _repo(tmp_path, case)
-    env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "DSH_USER_ID": "alice"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "dsh_memory_tui.cli", "--workspace", str(ws), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+        return _cli(tmp_path, ws, *args)
 
     made = cli(
         "create",

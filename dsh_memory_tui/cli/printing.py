@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
+from ..errors import StoreError
 from ..ids import short_ids
 from ..js_json import dumps_js
 from ..model import Record, Scope
@@ -23,6 +24,7 @@ from ..present import (
     visible,
     when,
 )
+from ..sources import Citation
 from ..store import MemoryStore
 
 
@@ -176,6 +178,23 @@ def dump_plain(obj: Any) -> None:
         dump(obj)
         return
     sys.stdout.write(json_for_terminal(text) + "\n")
+
+
+def symbol_hints(store: MemoryStore, cites: Sequence[str] | None) -> None:
+    """On stderr, for each ``--cite`` line range that lies inside one function or class: the
+    symbol to cite instead (it follows the code when it moves)."""
+    for spec in cites or ():
+        try:
+            offered = store.sources.symbol_for(Citation.parse(spec))
+        except StoreError:
+            continue
+        if offered is not None:
+            print(
+                f"hint: {visible(spec)} lies inside {visible(offered.symbol or '')}: cite "
+                f"{visible(offered.label)} instead, and the citation follows the code when it "
+                "moves",
+                file=sys.stderr,
+            )
 
 
 def written(record_id: str, note: str | None = None) -> int:

@@ -12,7 +12,7 @@ from ..present import visible
 from ..sources import State, cited_hashes, report
 from ..store import Action, MemoryStore
 from .command import YES_SHARED, arg, cite, command, record_id, scope_type
-from .printing import dump, dump_plain, written
+from .printing import dump, dump_plain, symbol_hints, written
 
 # Actions that take a record out of what agents are served: they say where it already went.
 RECEIPT_ACTIONS = ("forget", "archive", "reject")
@@ -25,6 +25,7 @@ def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
         record = store.reverify_citations(
             args.id, reason=args.reason, citations=args.cite, confirm_shared=args.yes_shared
         )
+        symbol_hints(store, args.cite)
     else:
         record = store.apply(
             Action(args.command),
