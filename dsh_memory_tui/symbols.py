@@ -31,11 +31,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import re
-from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .errors import ErrorCode, StoreError
 
@@ -642,168 +640,11 @@ def _tokens(node: Node, data: bytes, python: bool, out: list[bytes]) -> None:
 
 # ----------------------------------------------------------------------- where a symbol is now
 
-# A file's version (its stat: size, mtime, inode...) and bytes, or None when it is gone.
-Read = Callable[[str], tuple[Hashable, bytes] | None]
-# At most this many files are searched for a symbol gone from its file.
+# At most this many files are searched for a symbol gone from its file (the citation engine).
 MAX_SEARCHED_FILES = 5000
 _FAMILIES = {"typescript": "javascript", "tsx": "javascript"}
-
-
-class State(StrEnum):
-    """A symbol citation's state; ``unparsed``: its file cannot be parsed now (a syntax
-    error mid-edit, or too large): neither ``ok`` nor ``changed`` until it can.
-    """
-
-    OK = "ok"
-    MOVED = "moved"
-    CHANGED = "changed"
-    MISSING = "missing"
-    UNPARSED = "unparsed"
-
-
-class Located(NamedTuple):
-    """Where a cited symbol is now: its ``state`` and why, and (found) its file, symbol and
-    that file's outline.
-    """
-
-    state: State
-    why: str
-    path: str | None = None
-    symbol: Symbol | None = None
-    outline: Outline | None = None
-
-
-class SymbolFinder:
-    """Symbols of one workspace's files: each file parsed once per version (``read`` gives
-    the version and bytes; ``files`` lists the files searched for a symbol gone from its
-    own). ``parses`` counts the parses done. Not thread-safe.
-    """
-
-    def __init__(self, read: Read, files: Callable[[], Iterable[str]]) -> None:
-        self._read = read
-        self._files = files
-        self._outlines: dict[str, tuple[Hashable, Outline | NoOutline]] = {}
-        self.parses = 0
-
-    def outline(self, path: str) -> Outline | None:
-        """``path``'s outline now, or None when the file is gone. ``NoOutline`` when it has
-        none (no grammar, too large, too costly).
-        """
-        got = self._read(path)
-        if got is None:
-            self._outlines.pop(path, None)
-            return None
-        key, data = got
-        memo = self._outlines.get(path)
-        if memo is None or memo[0] != key:
-            try:
-                self.parses += 1
-                made: Outline | NoOutline = outline(data, path)
-            except NoOutline as exc:
-                made = exc
-            memo = self._outlines[path] = (key, made)
-        if isinstance(memo[1], NoOutline):
-            raise memo[1]
-        return memo[1]
-
-    def cite(self, path: str, name: str) -> tuple[Outline, Symbol]:
-        """The symbol ``name`` of ``path`` and its file's outline, to cite it.
-        INVALID_CITATION: the file is gone, has no outline (cite a line range), is generated,
-        or ``Outline.resolve`` refuses the name.
-        """
-        try:
-            got = self.outline(path)
-        except NoOutline as exc:
-            raise cite_error(path, exc) from None
-        if got is None:
-            raise StoreError(ErrorCode.INVALID_CITATION, f"{path}: no such file in the workspace")
-        why = generated(got.data)
-        if why is not None:
-            raise StoreError(
-                ErrorCode.INVALID_CITATION,
-                f"{path} looks generated ({why}): cite the source it is made from, or a line "
-                f"range ({path}:START-END)",
-            )
-        return got, got.resolve(path, name)
-
-    def locate(self, path: str, name: str, digest: str) -> Located:
-        """Where the symbol ``name`` of ``path``, cited with ``digest``, is now: ``ok`` (in
-        its file, wherever there), ``moved`` (another name in its file, or another file of
-        the same language, with the same text), ``changed``, ``missing`` or ``unparsed``.
-        """
-        try:
-            here = self.outline(path)
-        except NoOutline as exc:
-            return Located(State.UNPARSED, f"cannot parse now: {exc.reason}")
-        if here is not None:
-            found = in_outline(here, path, name, digest)
-            if found is not None:
-                return found
-        if here is None or not (here.broken or here.named(name)):
-            # Gone from its file: looked for elsewhere (a copy left elsewhere while the
-            # symbol changed in its file is not where it moved).
-            elsewhere = self._search(path, name.rsplit(".", 1)[-1], digest)
-            if elsewhere is not None:
-                return elsewhere
-        if here is None:
-            return Located(State.MISSING, f"{path} is gone and no file defines {name} as cited")
-        if here.broken:
-            return Located(
-                State.UNPARSED,
-                f"cannot parse now: a syntax error at line {here.error_line}",
-                path,
-                None,
-                here,
-            )
-        now = here.named(name)
-        if now:
-            a, b = now[0].lines
-            why = (
-                f"its text changed (now lines {a}-{b})"
-                if len(now) == 1
-                else f"{len(now)} definitions are named {name} now, none as cited"
-            )
-            return Located(State.CHANGED, why, path, now[0], here)
-        return Located(State.MISSING, f"{path} no longer defines {name}", path, None, here)
-
-    def _search(self, path: str, last: str, digest: str) -> Located | None:
-        """The symbol, by its last name part and its text, in another file of its language."""
-        kin = family(grammar_for(path))
-        needle = last.encode()
-        searched = 0
-        for other in self._files():
-            if other == path or family(grammar_for(other)) != kin:
-                continue
-            searched += 1
-            if searched > MAX_SEARCHED_FILES:
-                return None
-            got = self._read(other)
-            if got is None or needle not in got[1]:
-                continue
-            try:
-                there = self.outline(other)
-            except NoOutline:
-                continue
-            if there is None:
-                continue
-            for symbol in there.ending_in(last):
-                if symbol.clean and there.digest(symbol) == digest:
-                    why = f"now {other}#{symbol.name} (lines {symbol.lines[0]}-{symbol.lines[1]})"
-                    return Located(State.MOVED, why, other, symbol, there)
-        return None
 
 
 def family(grammar: str | None) -> str | None:
     """Grammars whose files a symbol can move between (JavaScript, TypeScript, TSX)."""
     return _FAMILIES.get(grammar, grammar) if grammar is not None else None
-
-
-def in_outline(here: Outline, path: str, name: str, digest: str) -> Located | None:
-    """``ok`` or ``moved`` within ``here`` when ``Outline.find`` finds the cited text."""
-    symbol = here.find(name, digest)
-    if symbol is None:
-        return None
-    a, b = symbol.lines
-    if symbol.name == name:
-        return Located(State.OK, f"unchanged (lines {a}-{b})", path, symbol, here)
-    return Located(State.MOVED, f"unchanged, now {symbol.name} (lines {a}-{b})", path, symbol, here)

@@ -7,7 +7,6 @@ another file is found there by name and text.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,30 +19,25 @@ from symbol_cases import CASES, IDS, Case
 
 from dsh_memory_tui import symbols
 from dsh_memory_tui.errors import ErrorCode, StoreError
-from dsh_memory_tui.symbols import State, SymbolFinder
+from dsh_memory_tui.model import SourceRef
+from dsh_memory_tui.sources import Check, Citation, Sources, State
 
 
-def _stat_reader(root: Path) -> symbols.Read:
-    def read(rel: str) -> tuple[tuple[int, int, int], bytes] | None:
-        try:
-            data = (root / rel).read_bytes()
-            st = os.stat(root / rel)
-        except OSError:
-            return None
-        return (st.st_size, st.st_mtime_ns, st.st_ino), data
+class _Finder:
+    """The citation engine, asked as these tests ask: cite a symbol, then where it is now."""
 
-    return read
+    def __init__(self, root: Path) -> None:
+        self.sources = Sources(root)
+
+    def cite(self, path: str, name: str) -> SourceRef:
+        return self.sources.cite(Citation(path, symbol=name))
+
+    def locate(self, ref: SourceRef) -> Check:
+        return self.sources.check(ref)
 
 
-def _finder(root: Path) -> SymbolFinder:
-    def files() -> list[str]:
-        return [
-            p.relative_to(root).as_posix()
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts
-        ]
-
-    return SymbolFinder(_stat_reader(root), files)
+def _finder(root: Path) -> _Finder:
+    return _Finder(root)
 
 
 def _repo(tmp_path: Path, case: Case) -> Path:
@@ -62,64 +56,18 @@ def _write(root: Path, rel: str, text: str) -> None:
     (root / rel).write_text(text)
 
 
-def _cited(root: Path, case: Case) -> tuple[SymbolFinder, str]:
+def _cited(root: Path, case: Case) -> tuple[_Finder, SourceRef]:
     finder = _finder(root)
-    outline, symbol = finder.cite(case.path, case.name)
-    return finder, outline.digest(symbol)
+    return finder, finder.cite(case.path, case.name)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_a_method_is_found_by_its_dotted_name(tmp_path, case):
-    root = _repo(tmp_path, case)
-    outline, symbol = _finder(root).cite(case.path, case.name)
+    outline = symbols.outline(case.source.encode(), case.path)
+    symbol = outline.resolve(case.path, case.name)
     assert symbol.name == case.name
     assert outline.text(symbol).decode() in case.source
     assert case.name.rsplit(".", 1)[-1].encode() in outline.text(symbol)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_whitespace_and_comment_edits_leave_a_symbol_ok(tmp_path, case):
-    root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
-    _write(root, case.path, case.cosmetic)
-    commit_all(root, "reformat and comment")
-    found = finder.locate(case.path, case.name, digest)
-    assert found.state is State.OK, found.why
-    assert found.symbol is not None and found.symbol.name == case.name
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-@pytest.mark.parametrize("edit", ["behaviour", "spaces_in_string"])
-def test_a_token_changed_in_the_body_is_changed(tmp_path, case, edit):
-    root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
-    _write(root, case.path, getattr(case, edit))
-    commit_all(root, "change the body")
-    found = finder.locate(case.path, case.name, digest)
-    assert found.state is State.CHANGED, found.why
-    assert found.symbol is not None and found.symbol.name == case.name
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_a_syntax_error_inside_the_symbol_is_unparsed_never_changed(tmp_path, case):
-    root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
-    _write(root, case.path, case.broken_inside)
-    found = finder.locate(case.path, case.name, digest)
-    assert found.state is State.UNPARSED, found.why
-    assert "cannot parse now" in found.why and "syntax error at line" in found.why
-    with pytest.raises(StoreError) as refused:
-        finder.cite(case.path, case.name)
-    assert refused.value.code is ErrorCode.INVALID_CITATION
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_a_syntax_error_elsewhere_leaves_the_symbol_found(tmp_path, case):
-    root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
-    _write(root, case.path, case.broken_elsewhere)
-    found = finder.locate(case.path, case.name, digest)
-    assert found.state is State.OK, found.why
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -134,73 +82,23 @@ def test_an_ambiguous_name_is_refused_with_its_candidates(tmp_path, case):
     assert message.count(f"{case.name} (") == 2 and f"{case.path}:START-END" in message
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_a_symbol_moved_to_another_file_is_moved_there(tmp_path, case):
-    root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
-    _write(root, case.path, case.moved_here)
-    _write(root, case.other_path, case.moved_there)
-    commit_all(root, "split the module")
-    found = finder.locate(case.path, case.name, digest)
-    assert found.state is State.MOVED, found.why
-    assert found.path == case.other_path
-    assert found.why.startswith(f"now {case.other_path}#")
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_a_renamed_file_keeps_its_symbol_moved(tmp_path, case):
-    root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
-    git(root, "mv", case.path, case.other_path)
-    commit_all(root, "rename")
-    found = finder.locate(case.path, case.name, digest)
-    assert (found.state, found.path) == (State.MOVED, case.other_path), found.why
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_a_deleted_symbol_is_missing(tmp_path, case):
-    root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
-    _write(root, case.path, case.moved_here)
-    commit_all(root, "drop it")
-    found = finder.locate(case.path, case.name, digest)
-    assert found.state is State.MISSING, found.why
-
-
-def test_a_file_is_parsed_once_per_version_for_all_its_symbols(tmp_path):
-    case = CASES[0]
-    root = _repo(tmp_path, case)
-    finder = _finder(root)
-    outline, fetch = finder.cite(case.path, "Client.fetch")
-    _, helper = finder.cite(case.path, "helper")
-    digests = {"Client.fetch": outline.digest(fetch), "helper": outline.digest(helper)}
-    for _ in range(3):
-        for name, digest in digests.items():
-            assert finder.locate(case.path, name, digest).state is State.OK
-    assert finder.parses == 1
-    _write(root, case.path, case.cosmetic)
-    for name, digest in digests.items():
-        assert finder.locate(case.path, name, digest).state is State.OK
-    assert finder.parses == 2
-
-
 def test_a_symbol_moved_within_its_file_is_ok_wherever_it_sits(tmp_path):
     case = CASES[0]
     root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
+    finder, ref = _cited(root, case)
     _write(root, case.path, "def helper():\n    return 1\n\n\n" + case.source.split("\n\n\n")[0])
-    found = finder.locate(case.path, case.name, digest)
-    assert found.state is State.OK and found.symbol is not None
-    assert found.symbol.lines == (6, 8)
+    found = finder.locate(ref)
+    assert (found.state, found.why) == (State.OK, "unchanged (lines 6-8)")
 
 
 def test_a_method_moved_to_another_class_of_its_file_is_moved(tmp_path):
     case = CASES[0]
     root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
+    finder, ref = _cited(root, case)
     _write(root, case.path, case.source.replace("class Client:", "class Session:"))
-    found = finder.locate(case.path, case.name, digest)
+    found = finder.locate(ref)
     assert (found.state, found.why.split(" (")[0]) == (State.MOVED, "unchanged, now Session.fetch")
+    assert found.now is not None and found.now.symbol == "Session.fetch"
 
 
 @pytest.mark.parametrize(
@@ -227,13 +125,12 @@ def test_non_utf8_source_is_parsed_and_its_comments_still_do_not_count(tmp_path)
     latin = "def f():\n    # caf\xe9\n    return 'cr\xe8me'\n".encode("latin-1")
     (tmp_path / "old.py").write_bytes(latin)
     finder = _finder(tmp_path)
-    outline, symbol = finder.cite("old.py", "f")
-    digest = outline.digest(symbol)
+    ref = finder.cite("old.py", "f")
     _write(tmp_path, "old.py", "")
     (tmp_path / "old.py").write_bytes(latin.replace(b"caf\xe9", b"th\xe9 \xff"))
-    assert finder.locate("old.py", "f", digest).state is State.OK
+    assert finder.locate(ref).state is State.OK
     (tmp_path / "old.py").write_bytes(latin.replace(b"cr\xe8me", b"cr\xe9me"))
-    assert finder.locate("old.py", "f", digest).state is State.CHANGED
+    assert finder.locate(ref).state is State.CHANGED
 
 
 def test_a_generated_file_is_refused_at_citing(tmp_path):
@@ -254,7 +151,7 @@ def test_a_huge_file_is_not_parsed_and_says_so(tmp_path, monkeypatch):
     with pytest.raises(StoreError) as refused:
         finder.cite("big.py", "f")
     assert "too large to parse" in refused.value.message
-    found = finder.locate("big.py", "f", "sha256:" + "0" * 64)
+    found = finder.locate(SourceRef(kind="file", id="big.py#f", contentHash="sha256:" + "0" * 64))
     assert found.state is State.UNPARSED and "too large to parse" in found.why
 
 
@@ -330,25 +227,22 @@ def test_nothing_of_tree_sitter_loads_until_a_file_is_parsed():
 def test_a_changed_symbol_with_a_copy_of_its_old_text_elsewhere_is_changed_not_moved(tmp_path):
     case = CASES[0]
     root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
+    finder, ref = _cited(root, case)
     _write(root, "src/copy.py", case.moved_there)  # an old copy, left elsewhere
     _write(root, case.path, case.behaviour)
     commit_all(root, "change it, a copy of the old one elsewhere")
-    found = finder.locate(case.path, case.name, digest)
-    assert (found.state, found.path) == (State.CHANGED, case.path), found.why
+    found = finder.locate(ref)
+    assert found.state is State.CHANGED and found.now is None, found.why
 
 
 def test_a_changed_method_with_a_copy_of_its_old_text_in_another_class_is_changed(tmp_path):
     case = CASES[0]
     root = _repo(tmp_path, case)
-    finder, digest = _cited(root, case)
+    finder, ref = _cited(root, case)
     copy = case.source.split("\n\n\n")[0].replace("class Client:", "class Old:")
     _write(root, case.path, case.behaviour + "\n\n" + copy + "\n")
-    found = finder.locate(case.path, case.name, digest)
-    assert (found.state, found.symbol.name if found.symbol else None) == (
-        State.CHANGED,
-        "Client.fetch",
-    ), found.why
+    found = finder.locate(ref)
+    assert (found.state, found.why) == (State.CHANGED, "its text changed (now lines 2-4)")
 
 
 def test_the_anchor_offered_for_lines_is_the_innermost_unique_definition_holding_them():

@@ -99,7 +99,7 @@ class SymbolKind:
         now = got.named(name)
         if len(now) == 1:
             a, b = now[0].lines
-            return Verdict(State.CHANGED, f"its text changed (now lines {a}-{b})", (a, b), name)
+            return Verdict(State.CHANGED, f"its text changed (now lines {a}-{b})")
         if now:
             return Verdict(State.CHANGED, f"{len(now)} definitions are named {name} now")
         return Verdict(State.MISSING, f"{path} no longer defines {name}")

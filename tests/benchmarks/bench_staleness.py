@@ -20,8 +20,8 @@ For each repository, in a shared clone in a temporary directory:
    ``--classes`` classes (structs, traits, interfaces, types) as symbols (``PATH#NAME``),
    and the same functions by their lines (``PATH:START-END``), the baseline.
 2. It checks out each following first-parent commit in turn (git rewrites only the files that
-   changed) and checks every citation with the product's checker: ``symbols.SymbolFinder``
-   for symbols, ``sources.Sources`` for line ranges.
+   changed) and checks every citation with the product's checker, ``sources.Sources`` (what
+   ``dsh-memory sources`` and the app run).
 3. It counts, per kind:
    - **alerts**: a citation going ``changed`` or ``missing`` (what sends a record back to
      review). ``moved`` is not an alert: the citation follows the code (it is re-anchored
@@ -295,8 +295,7 @@ class Cited:
     name: str  # the symbol (lines: the function whose lines are cited)
     lines: tuple[int, int]
     truth: tuple[str, ...]  # the behaviour-bearing tokens verified
-    digest: str = ""  # a symbol's hash
-    ref: SourceRef | None = None  # a line range's sourceRef
+    ref: SourceRef | None = None  # the citation as stored
     copies: int = 1  # how many times its tokens were in its file when verified
     anchored: bool = True  # and they started where a definition can
     deferred: bool = False  # a real change seen while the file did not parse
@@ -340,7 +339,7 @@ class Workspace:
         self._reads: dict[str, tuple[tuple[int, int, int], bytes]] = {}
         self._files: list[str] | None = None
         self._tokens: dict[str, tuple[tuple[int, int, int], Tokens]] = {}
-        self.finder = symbols.SymbolFinder(self.read, self.files)
+        self._outlines: dict[str, tuple[tuple[int, int, int], symbols.Outline | None]] = {}
         self.sources = Sources(root)
 
     def checkout(self, commit: str) -> None:
@@ -366,6 +365,17 @@ class Workspace:
         if self._files is None:
             self._files = git(self.root, "ls-files").splitlines()
         return self._files
+
+    def outline(self, rel: str) -> symbols.Outline | None:
+        """``rel``'s outline now, parsed once per version (to choose citations and to know
+        their spans; the checker parses on its own). ``NoOutline`` when it has none."""
+        got = self.read(rel)
+        if got is None:
+            return None
+        memo = self._outlines.get(rel)
+        if memo is None or memo[0] != got[0]:
+            memo = self._outlines[rel] = (got[0], symbols.outline(got[1], rel))
+        return memo[1]
 
     def tokens(self, rel: str) -> Tokens | None:
         got = self.read(rel)
@@ -398,7 +408,7 @@ def choose(ws: Workspace, rng: random.Random, functions: int, classes: int) -> l
         if symbols.grammar_for(rel) is None:
             continue
         try:
-            outline = ws.finder.outline(rel)
+            outline = ws.outline(rel)
         except symbols.NoOutline:
             continue
         if outline is None or symbols.generated(outline.data):
@@ -417,13 +427,14 @@ def choose(ws: Workspace, rng: random.Random, functions: int, classes: int) -> l
     picked_c = rng.sample(pool["c"], min(classes, len(pool["c"])))
     out: list[Cited] = []
     for kind, picked in (("function", picked_f), ("class", picked_c)):
-        for rel, outline, sym in picked:
+        for rel, _outline, sym in picked:
             truth = ws.truth(rel, (sym.start, sym.end))
-            out.append(Cited(kind, rel, sym.name, sym.lines, truth, outline.digest(sym)))
+            ref = ws.sources.cite(Citation(rel, symbol=sym.name))
+            out.append(Cited(kind, rel, sym.name, sym.lines, truth, ref))
     for rel, _outline, sym in picked_f:
         ref = ws.sources.cite(Citation(rel, *sym.lines))
         truth = ws.truth(rel, lines=sym.lines)
-        out.append(Cited("lines", rel, sym.name, sym.lines, truth, "", ref))
+        out.append(Cited("lines", rel, sym.name, sym.lines, truth, ref))
     for cited in out:
         settle(ws, cited)
     return out
@@ -477,27 +488,27 @@ def judge(ws: Workspace, cited: Cited) -> tuple[str, str, str | None, str | None
         check = ws.sources.check(cited.ref)
         lines = check.now_at or cited.lines
         return check.state.value, check.why, cited.path, None, lines
-    found = ws.finder.locate(cited.path, cited.name, cited.digest)
-    sym = found.symbol
-    return (
-        found.state.value,
-        found.why,
-        found.path,
-        sym.name if sym is not None else None,
-        sym.lines if sym is not None else cited.lines,
-    )
+    assert cited.ref is not None
+    check = ws.sources.check(cited.ref)
+    now = check.now
+    path = now.path if now is not None else cited.path
+    name = now.symbol if now is not None and now.symbol else cited.name
+    return check.state.value, check.why, path, name, cited.lines
 
 
 def reverify(ws: Workspace, cited: Cited, path: str, name: str | None, lines: tuple[int, int]):
     """Take the citation again where its code is now (what re-verify does)."""
     if cited.kind != "lines":
+        name = name or cited.name
         try:
-            outline, sym = ws.finder.cite(path, name or cited.name)
+            cited.ref = ws.sources.cite(Citation(path, symbol=name))
+            outline = ws.outline(path)
         except Exception:  # gone, ambiguous now, broken: the reviewer drops the citation
             cited.retired = True
             return
+        assert outline is not None
+        (sym,) = outline.named(name)
         cited.path, cited.name, cited.lines = path, sym.name, sym.lines
-        cited.digest = outline.digest(sym)
         cited.truth = ws.truth(path, (sym.start, sym.end))
     else:
         try:
@@ -588,7 +599,7 @@ def replay(gitdir: Path, steps: int, seed: int, functions: int, classes: int):
                     step(ws, c, touched, tallies[c.kind])
         took = time.perf_counter() - t0
         total = int(git(root, "rev-list", "--count", commits[-1]))
-        return commits, total, tallies, took, ws.finder.parses
+        return commits, total, tallies, took, ws.sources.reads
 
 
 def table(title: str, tallies: dict[str, Tally]) -> str:
@@ -634,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
         title = (
             f"### {name}: {len(commits) - 1} first-parent steps,"
             f" {commits[0][:12]}..{commits[-1][:12]}"
-            f" ({count} commits in its history; replayed in {took:.0f} s, {parses} parses)"
+            f" ({count} commits in its history; replayed in {took:.0f} s, {parses} files read)"
         )
         print(table(title, tallies))
         for kind in KINDS:
