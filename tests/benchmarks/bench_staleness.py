@@ -594,9 +594,10 @@ def replay(gitdir: Path, steps: int, seed: int, functions: int, classes: int):
             ws.checkout(after)
             names = git(root, "diff", "--name-only", "--no-renames", before, after)
             touched = set(names.splitlines())
-            for c in cited:
-                if not c.retired:
-                    step(ws, c, touched, tallies[c.kind])
+            with ws.sources.batch():  # as one `dsh-memory sources` run checks
+                for c in cited:
+                    if not c.retired:
+                        step(ws, c, touched, tallies[c.kind])
         took = time.perf_counter() - t0
         total = int(git(root, "rev-list", "--count", commits[-1]))
         return commits, total, tallies, took, ws.sources.reads
