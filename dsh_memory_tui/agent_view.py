@@ -37,6 +37,7 @@ from .js_json import dumps_js, loads_js
 from .model import (
     Location,
     Record,
+    RecordInvalid,
     RecordType,
     Scope,
     Status,
@@ -47,6 +48,7 @@ from .model import (
     parse_line,
     text_ok,
     utf8_len,
+    well_formed,
 )
 from .paths import StoreFile
 from .present import tags_text, when
@@ -60,6 +62,7 @@ BUDGET_ENV = "DSH_MCP_BUDGET_BYTES"
 BYTES_PER_TOKEN = 4  # the usual estimate for English text and Markdown
 MAX_QUERY_BYTES = 256  # the host's MEMORY_MAX_QUERY_BYTES
 NO_MATCH_RANK = 5
+REPLACEMENT = "\ufffd"  # what a lone surrogate is sent as (node's UTF-8 encoding of one)
 
 # The scopes in the order the text names them.
 SCOPE_ORDER = (Scope.SESSION, Scope.PROJECT, Scope.SHARED, Scope.USER)
@@ -413,8 +416,15 @@ def render_record(record: Record) -> str:
     if record.tags:
         facts.append(f"tags: {tags_text(record.tags)}")
     facts.append(f"id: {record.id}")
-    title = " ".join(record.title.split())
-    return f"## {title}\n\n_{' · '.join(facts)}_\n\n{record.content.strip()}\n"
+    title, content = " ".join(record.title.split()), record.content.strip()
+    text = f"## {title}\n\n_{' · '.join(facts)}_\n\n{content}\n"
+    sent = well_formed(text)
+    if sent is text:
+        return text
+    # A lone surrogate (host-valid JSON) cannot travel as UTF-8: sent as U+FFFD, and said.
+    n = sent.count(REPLACEMENT) - text.count(REPLACEMENT)
+    facts.append(f"{n} lone surrogate{'s' if n != 1 else ''} (not Unicode) sent as {REPLACEMENT}")
+    return well_formed(f"## {title}\n\n_{' · '.join(facts)}_\n\n{content}\n")
 
 
 def _head(count: int, scopes: Sequence[Scope], query: str | None) -> str:
@@ -426,7 +436,8 @@ def _head(count: int, scopes: Sequence[Scope], query: str | None) -> str:
             "pinned first, then the most recently updated."
         )
     return (
-        f"# Verified workspace memory matching {json.dumps(query, ensure_ascii=False)}\n\n"
+        f"# Verified workspace memory matching {well_formed(json.dumps(query, ensure_ascii=False))}"
+        "\n\n"
         f"{records} a human verified for {where}; best match first."
     )
 
@@ -556,9 +567,10 @@ def agent_view(
 # ----------------------------------------------------------------------------- use
 
 
-def used_version(record: Record, now: int, location: Location) -> Record:
+def used_version(record: Record, now: int, location: Location) -> Record | None:
     """The record after one more use, as the host's ``markUsed`` writes it: ``updatedAt`` and
-    ``lastUsedAt`` now, ``useCount`` + 1, everything else (the revision too) unchanged.
+    ``lastUsedAt`` now, ``useCount`` + 1, everything else (the revision too) unchanged; None
+    when that line would break the host's rules (a ``useCount`` at 2^53 - 1 already).
     """
     data = loads_js(record.to_line().decode())
     out: dict[str, object] = {}
@@ -571,10 +583,11 @@ def used_version(record: Record, now: int, location: Location) -> Record:
             out["lastUsedAt"] = now
     out["useCount"] = record.useCount + 1
     line = dumps_js(out, ensure_ascii=True).encode()
-    used = parse_line(line, location)
-    if not isinstance(used, Record):  # pragma: no cover - the record was valid here
-        raise StoreError(ErrorCode.INVALID_RECORD, f"{record.id}: its use cannot be recorded")
-    return used
+    try:
+        used = parse_line(line, location)
+    except RecordInvalid:
+        return None  # the use is not recorded; the record is still served
+    return used if isinstance(used, Record) else None
 
 
 def _file_of(store: MemoryStore, record: Record) -> StoreFile:
@@ -618,7 +631,9 @@ def mark_used(
                     or not eligible(current, at, store.sources)
                 ):
                     continue
-                out.append(used_version(current, at, view.location))
+                used = used_version(current, at, view.location)
+                if used is not None:
+                    out.append(used)
             return out, out
 
         written.extend(store.write(file, build, confirm_shared=confirm_shared, about=wanted))

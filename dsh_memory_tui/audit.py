@@ -52,7 +52,10 @@ SERVED = "served"
 EXPORTED = "exported"
 
 
-def _max_bytes() -> int:
+def max_bytes_setting() -> int:
+    """``DSH_AUDIT_MAX_BYTES`` (default 8 MiB): the size past which the log is rotated.
+    ``StoreError(USAGE)`` for anything but a positive whole number.
+    """
     value = os.environ.get(MAX_BYTES_ENV)
     if not value:
         return DEFAULT_MAX_BYTES
@@ -63,6 +66,19 @@ def _max_bytes() -> int:
     if number <= 0:
         raise StoreError(ErrorCode.USAGE, f"{MAX_BYTES_ENV} {value!r} is not a byte count")
     return number
+
+
+def audit_setting() -> bool:
+    """``DSH_AUDIT``: False for ``off`` (``dsh-memory mcp`` writes no entries), True for
+    ``on`` or unset. ``StoreError(USAGE)`` for anything else (a ``0`` or ``false`` that
+    meant off must not leave the log on unsaid).
+    """
+    value = os.environ.get(AUDIT_ENV, "").strip().lower()
+    if value not in ("", "on", "off"):
+        raise StoreError(
+            ErrorCode.USAGE, f"{AUDIT_ENV} {os.environ[AUDIT_ENV]!r} is not 'on' or 'off'"
+        )
+    return value != "off"
 
 
 def record_refs(records: Iterable[Record]) -> list[dict[str, Any]]:
@@ -135,7 +151,7 @@ class AuditLog:
         self.home = Path(home)
         self.dir = self.home / AUDIT_DIR
         self.path = self.dir / AUDIT_FILE
-        self.max_bytes = _max_bytes() if max_bytes is None else max_bytes
+        self.max_bytes = max_bytes_setting() if max_bytes is None else max_bytes
         self._path = os.fspath(self.path)
 
     def rotated(self, n: int) -> Path:
@@ -152,7 +168,10 @@ class AuditLog:
         WRITE_FAILED, PERMISSION_DENIED) when it cannot be written.
         """
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        data = line.encode() + b"\n"
+        try:
+            data = line.encode() + b"\n"
+        except UnicodeEncodeError:  # a lone surrogate (a host-valid id, a path not UTF-8)
+            data = json.dumps(entry, separators=(",", ":"), allow_nan=False).encode() + b"\n"
         ensure_dir(self.dir, self.home)
         fd, _ = _open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         try:

@@ -131,7 +131,18 @@ def utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
+        return well_formed(text).encode()
+
+
+def well_formed(text: str) -> str:
+    """``text`` as UTF-8 can carry it: each lone surrogate (valid in the host's JSON, which no
+    UTF-8 encoder writes) replaced by U+FFFD, as node encodes it; a pair stays one character.
+    The same size in UTF-8 bytes as ``utf8_len`` counts."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def text_ok(value: Any, max_bytes: int) -> bool:

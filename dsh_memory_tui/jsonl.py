@@ -21,6 +21,10 @@ from .errors import ErrorCode, StoreError
 from .lock import HostLock
 
 MAX_STORE_BYTES = 8 * 1024 * 1024
+# The most a store file may hold for us to read it: four times the host's cap, so a file the
+# host refuses can still be reviewed and compacted here (~180 MB of memory at this size); past
+# it nothing of it is read, shown or written (``TooLargeToRead``; docs/reliability.md).
+MAX_READ_BYTES = 32 * 1024 * 1024
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -376,10 +380,42 @@ class Staged:
         self.moves = []
 
 
-def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | None:
+class TooLargeToRead(StoreError):
+    """A file larger than a reader takes (``STORE_TOO_LARGE``): nothing of it was read.
+    ``st``: its stat, so a reader can remember it unread."""
+
+    def __init__(self, path: Path | str, st: os.stat_result, limit: int) -> None:
+        super().__init__(ErrorCode.STORE_TOO_LARGE, too_large_to_read(path, st.st_size, limit))
+        self.st = st
+
+
+def too_large_to_read(path: Path | str, size: int, limit: int = MAX_READ_BYTES) -> str:
+    """Why ``path`` is not read: its size against ``limit`` (for a store file, the host's)."""
+    store = (
+        " (the host reads at most 8 MiB): none of its records are shown or changed; move it "
+        f"away, or cut it below {_size_text(limit)} (its newest lines are at its end)"
+        if limit == MAX_READ_BYTES
+        else ""
+    )
+    return f"{path} is {_size_text(size)}, over the {_size_text(limit)} this program reads{store}"
+
+
+def _size_text(size: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift:
+            value = size / (1 << shift)
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def read_file(
+    path: Path, offset: int = 0, limit: int = MAX_READ_BYTES
+) -> tuple[os.stat_result, bytes] | None:
     """Read ``path`` from ``offset`` to its end without following links or blocking.
 
-    None if the file does not exist; ``UNSAFE_PATH`` if it is a link, FIFO, directory...
+    None if the file does not exist; ``UNSAFE_PATH`` if it is a link, FIFO, directory...;
+    ``TooLargeToRead`` (``STORE_TOO_LARGE``) before reading a byte when the file is larger
+    than ``limit`` (a store file's ``MAX_READ_BYTES`` by default), wherever ``offset`` is.
     """
     try:
         fd = os.open(path, _READ_FLAGS)
@@ -393,6 +429,8 @@ def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | Non
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _unsafe(path, "is not a regular file")
+        if st.st_size > limit:
+            raise TooLargeToRead(path, st, limit)
         if offset >= st.st_size:
             return st, b""
         chunks = []
@@ -403,6 +441,8 @@ def read_file(path: Path, offset: int = 0) -> tuple[os.stat_result, bytes] | Non
                 break
             chunks.append(chunk)
             pos += len(chunk)
+            if pos > limit:  # it grew past the limit while being read
+                raise TooLargeToRead(path, os.fstat(fd), limit)
         return st, b"".join(chunks)
     except OSError as exc:
         raise StoreError(ErrorCode.READ_FAILED, f"{path}: cannot read: {exc.strerror}") from None
@@ -475,6 +515,7 @@ class TailChunk:
     exists: bool
     size: int
     tail: bytes  # what follows the last newline: a write in progress, or a line without LF
+    unread: bool = False  # over MAX_READ_BYTES: nothing of it was read
 
     @property
     def torn(self) -> bool:
@@ -501,6 +542,7 @@ class TailReader:
     _mtime_ns: int = field(default=0, repr=False)
     _anchor: bytes = field(default=b"", repr=False)
     _tail: bytes = field(default=b"", repr=False)
+    _unread: bool = field(default=False, repr=False)
 
     def read(self) -> TailChunk:
         """The whole file, from the start."""
@@ -519,6 +561,8 @@ class TailReader:
                 # a moment with no file is not a deletion. The next read sees the new file.
                 return TailChunk(False, [], self.line_count + 1, True, self._size, b"")
             return self._start_over()
+        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_READ_BYTES:
+            return self._not_read(st)
         if (
             not stat.S_ISREG(st.st_mode)
             or self.identity != (st.st_dev, st.st_ino)
@@ -528,7 +572,10 @@ class TailReader:
         if st.st_size == self._size and st.st_mtime_ns == self._mtime_ns:
             return TailChunk(False, [], self.line_count + 1, True, self._size, self._tail)
         back = len(self._anchor)
-        got = read_file(self.path, self.offset - back)
+        try:
+            got = read_file(self.path, self.offset - back)
+        except TooLargeToRead as exc:  # it grew past the limit since the stat
+            return self._not_read(exc.st)
         if (
             got is None
             or (got[0].st_dev, got[0].st_ino) != self.identity
@@ -583,8 +630,28 @@ class TailReader:
             return False
         return (st.st_dev, st.st_ino) == self.identity
 
+    def _not_read(self, st: os.stat_result) -> TailChunk:
+        """A file over ``MAX_READ_BYTES``: nothing of it is read. It is remembered (identity,
+        size, mtime) unread, so while it stays so a read costs one ``stat`` and changes
+        nothing; a reset when it was read before or changed since."""
+        same = (
+            self._unread
+            and self.identity == (st.st_dev, st.st_ino)
+            and (self._size, self._mtime_ns) == (st.st_size, st.st_mtime_ns)
+        )
+        self.identity = (st.st_dev, st.st_ino)
+        self._size, self._mtime_ns = st.st_size, st.st_mtime_ns
+        self.offset = self.line_count = 0
+        self._anchor = self._tail = b""
+        self._unread = True
+        return TailChunk(not same, [], 1, True, st.st_size, b"", unread=True)
+
     def _start_over(self) -> TailChunk:
-        got = read_file(self.path, 0)
+        try:
+            got = read_file(self.path, 0)
+        except TooLargeToRead as exc:
+            return self._not_read(exc.st)
+        self._unread = False
         self.offset = 0
         self.line_count = 0
         self._anchor = b""
@@ -600,6 +667,7 @@ class TailReader:
 
     def _take(self, st: os.stat_result, data: bytes, skip: int, reset: bool) -> TailChunk:
         """Take the complete lines of ``data[skip:]`` (``data`` starts at offset - skip)."""
+        self._unread = False
         self.identity = (st.st_dev, st.st_ino)
         self._mtime_ns = st.st_mtime_ns
         end = data.rfind(b"\n", skip) + 1

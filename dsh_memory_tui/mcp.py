@@ -47,7 +47,7 @@ from .agent_view import (
     mark_used,
     served_files,
 )
-from .audit import AUDIT_ENV, AuditLog, safe_append, served_entry
+from .audit import AuditLog, audit_setting, safe_append, served_entry
 from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
 from .sources import Citation
@@ -126,7 +126,7 @@ def load_sdk() -> dict[str, Any]:
     """
     try:
         from mcp.server.mcpserver import Context, MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.server.mcpserver.exceptions import ResourceError, ToolError
         from mcp.types import ToolAnnotations
     except ImportError as exc:
         from importlib import metadata
@@ -140,6 +140,7 @@ def load_sdk() -> dict[str, Any]:
         "Context": Context,
         "MCPServer": MCPServer,
         "ToolError": ToolError,
+        "ResourceError": ResourceError,
         "ToolAnnotations": ToolAnnotations,
     }
 
@@ -363,6 +364,7 @@ def build_server(memory: MemoryServer) -> Any:
     """The ``MCPServer`` over ``memory``: three tools and the resources."""
     sdk = load_sdk()
     Context, MCPServer, ToolError = sdk["Context"], sdk["MCPServer"], sdk["ToolError"]
+    ResourceError = sdk["ResourceError"]
     ToolAnnotations = sdk["ToolAnnotations"]
 
     async def note_client(ctx: Any, call_next: Any) -> Any:
@@ -380,11 +382,20 @@ def build_server(memory: MemoryServer) -> Any:
         middleware=[note_client],
     )
 
-    def run(call: Callable[[], str]) -> str:
+    def run(call: Callable[[], str], error: type[Exception] = ToolError) -> str:
+        """``call()``'s answer; a failure is this request's error (``error``), never the
+        server's end: a StoreError in its own words, anything else (a bug) by its kind only,
+        the traceback on stderr (record text must not reach the agent through a message)."""
         try:
             return call()
         except StoreError as exc:
-            raise ToolError(str(exc)) from None
+            raise error(str(exc)) from None
+        except Exception as exc:
+            log.exception("internal error while answering a request")
+            raise error(
+                f"internal error ({type(exc).__name__}) while answering: a bug in dsh-memory, "
+                "its traceback is on the server's stderr; other requests are still answered"
+            ) from None
 
     def read_only(title: str) -> Any:
         return ToolAnnotations(title=title, read_only_hint=True, open_world_hint=False)
@@ -528,7 +539,7 @@ def build_server(memory: MemoryServer) -> Any:
         uri = RESOURCE_URI if scope is None else f"{RESOURCE_URI}/{scope.value}"
 
         def read() -> str:
-            return memory.read_resource(uri, scope)
+            return run(lambda: memory.read_resource(uri, scope), ResourceError)
 
         return read
 
@@ -560,11 +571,15 @@ def session_id_for(session: str | None) -> str:
     """``--session``, else ``DSH_SESSION_ID``, else one made for this server run. USAGE for
     an id the host cannot store.
     """
-    value = session or os.environ.get("DSH_SESSION_ID") or f"mcp-{uuid.uuid4()}"
+    where = "--session"
+    if not session and os.environ.get("DSH_SESSION_ID"):
+        session, where = os.environ["DSH_SESSION_ID"], "DSH_SESSION_ID"
+    value = session or f"mcp-{uuid.uuid4()}"
     if not text_ok(value, MAX_ID_BYTES) or "|" in value:
         raise StoreError(
             ErrorCode.USAGE,
-            f"session id {value!r} is not a usable id (1-256 bytes, no control character or '|')",
+            f"{where} {value!r} is not a usable session id (1-256 bytes, no control character "
+            "or '|')",
         )
     return value
 
@@ -582,7 +597,7 @@ def serve(
     """
     limit = budget_bytes(budget)
     # DSH_AUDIT=off: no entries (bench_mcp.py measures the audit's cost against it).
-    audit = None if os.environ.get(AUDIT_ENV) == "off" else AuditLog(store.paths.home)
+    audit = AuditLog(store.paths.home) if audit_setting() else None
     load_sdk()
     memory = MemoryServer(
         store,
@@ -599,6 +614,8 @@ def serve(
         memory.settle()
     except StoreError as exc:
         log.warning("%s", exc)
+    for why in store.unread_files():  # served as the host serves it: none of it
+        print(f"warning: {why}", file=sys.stderr, flush=True)
     print(
         f"dsh-memory mcp: workspace {store.paths.workspace}, user {store.user_id}, session "
         f"{memory.session_id}{', shared-project included' if include_shared else ''}, "
@@ -606,4 +623,8 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    server.run("stdio")
+    import anyio
+
+    from .mcp_stdio import serve_stdio
+
+    anyio.run(serve_stdio, server)

@@ -75,6 +75,7 @@ from .host_rules import (
     user_id_problem,
     utf8,
     utf8_len,
+    well_formed,
 )
 from .js_json import decode_js, dumps_js, loads_js
 from .record import (
@@ -171,6 +172,7 @@ __all__ = [
     "user_id_problem",
     "utf8",
     "utf8_len",
+    "well_formed",
     "validate_record",
 ]
 

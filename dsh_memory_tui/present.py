@@ -215,8 +215,12 @@ def hidden_warning(n: int) -> str:
 
 
 def when(ms: int, fmt: str = "%Y-%m-%d %H:%M") -> str:
-    """An epoch-millisecond time as UTC text."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)
+    """An epoch-millisecond time as UTC text; a time past the year 9999 (the host takes any
+    safe integer, up to 2^53 - 1) as its milliseconds, said."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms (past 9999)"
 
 
 def tags_text(tags: Iterable[str]) -> str:

@@ -165,7 +165,9 @@ def banner(views: Iterable[FileView], paths: StorePaths, quarantined: dict[Path,
     lines: list[str] = []
     for view in views:
         name = view.path.name
-        if view.read_only:
+        if view.unread is not None:
+            lines.append(f"⚠ {view.unread}.")
+        elif view.read_only:
             lines.append(
                 f"⚠ {name} is {view.size / 1048576:.1f} MiB, over the 8 MiB cap: read-only."
                 " Compact it (C) to write again."

@@ -567,7 +567,7 @@ def uninstall(workspace: Path) -> GitStatus:
 def _write_attributes(path: Path, text: str) -> None:
     """``.gitattributes`` replaced atomically, readable as a checked-out file is (0644, not
     the store's 0600: it is the project's, committed and read by every tool)."""
-    write_atomic(path, text.encode())
+    write_atomic(path, os.fsencode(text))  # a path that is not UTF-8: its own bytes, as git
     try:
         os.chmod(path, 0o644)
     except OSError as exc:
@@ -576,7 +576,7 @@ def _write_attributes(path: Path, text: str) -> None:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return os.fsdecode(path.read_bytes())  # git's patterns are bytes: any of them kept
     except FileNotFoundError:
         return ""
     except (OSError, UnicodeDecodeError) as exc:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode, StoreError
 from ..paths import StorePaths
-from ..settings import Settings, load_settings, save_settings
+from ..settings import Settings, check_environment, load_settings, save_settings
 from ..usage import UsageError, UsageParser
 
 if TYPE_CHECKING:
@@ -55,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
 def apply_theme(app: MemoryApp, home: Path, theme: str | None) -> str:
     """Give ``app`` the theme ``theme`` (``--theme``), else the one saved under ``home``;
     returns the theme it starts with. A saved theme this Textual does not know is ignored."""
-    chosen = theme or load_settings(home).theme
+    saved = load_settings(home)
+    if saved.problem is not None and theme is None:
+        print(f"warning: the saved theme is ignored: {saved.problem}", file=sys.stderr)
+    chosen = theme or saved.theme
     if chosen is not None and chosen in app.available_themes:
         app.theme = chosen
     return app.theme
@@ -82,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     live: threading.Event | None = None
     try:
+        check_environment()  # every setting, before anything is opened
         if args.demo:
             from ..demo import build_demo, run_live
 

@@ -12,12 +12,14 @@ and ``agents`` (auto-write, payload, audit, mcp). A new command goes in one of t
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import ErrorCode, StoreError
+from ..settings import check_environment
 from ..store import MemoryStore
 from ..usage import UsageError, UsageParser
 from . import agents, files, records, review
@@ -49,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dsh-memory`` with ``argv`` (default: the process's); returns the exit code."""
     parser = build_parser()
+    store: MemoryStore | None = None
+    said = ""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # A lone surrogate (host-valid text: an id, a title) is printed as \udcff, never a
+        # UnicodeEncodeError after the command did its work; ``visible`` writes it so too.
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -62,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         declared = COMMANDS[args.command]
         if declared.check is not None:
             declared.check(args)
+        check_environment()  # every setting, before the command does anything
         store = MemoryStore.open(args.home, args.workspace, args.user)
         declared.resolve_ids(store, args)  # a unique prefix stands for the whole id
         return declared.run(store, args)
@@ -69,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
-        print(str(exc), file=sys.stderr)
+        said = str(exc)
+        print(said, file=sys.stderr)
         return 2 if exc.code == ErrorCode.USAGE else 1
     except KeyboardInterrupt:
         return 130
@@ -77,3 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except SystemExit as exc:  # argparse --help
         return int(exc.code or 0)
+    finally:  # a file too large to read is left out of every answer: said once, last
+        for why in store.unread_files() if store is not None else ():
+            if why not in said:
+                print(f"warning: {why}", file=sys.stderr)

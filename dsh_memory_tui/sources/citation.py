@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Literal, NamedTuple
 
 from ..errors import ErrorCode, StoreError
-from ..model import MAX_ID_BYTES, Record, Scope, SourceRef
+from ..model import MAX_ID_BYTES, Record, Scope, SourceRef, well_formed
 from ..symbols import valid_name
 
 FILE_KIND: Literal["file"] = "file"
@@ -176,6 +176,8 @@ def _usual(spec: str) -> tuple[str, int, int] | None:
 
 
 def _relative(path: str) -> str:
+    if well_formed(path) != path:  # bytes that are not UTF-8 (surrogate escapes)
+        raise bad(f"{path!r}: a file name that is not UTF-8 cannot be cited (ids are text)")
     if _PLAIN.match(path) and not (_DOTS & set(path.split("/"))):
         return path  # the usual form, already as we store it
     if _CONTROL.search(path):

@@ -459,6 +459,9 @@ def _check_file(
     view.refresh()
     if not view.exists:
         return
+    if view.unread is not None:  # past MAX_READ_BYTES: nothing of it to check or repair
+        report.problems.append(Problem(file.path, None, "oversized", view.unread))
+        return
     if file.scope is Scope.SHARED and _check_team(view, repair, report):
         return
     found: list[Problem] = []

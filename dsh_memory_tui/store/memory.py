@@ -190,6 +190,11 @@ class MemoryStore:
         counts = {f.path: self.view(f).quarantined_lines() for f in self.files(scope)}
         return {path: n for path, n in counts.items() if n}
 
+    def unread_files(self) -> list[str]:
+        """Why each file this store has read was not read (over ``jsonl.MAX_READ_BYTES``):
+        one sentence per file, for a warning; none of its records are shown or served."""
+        return [v.unread for v in self._views.values() if v.unread is not None]
+
     # ----------------------------------------------------------------- reading
 
     def records(
@@ -566,6 +571,7 @@ class MemoryStore:
             beside = sum(1 for r in record.governance.sourceRefs if r.kind != "file")
             tag = tag_for(record.scope, self.paths.root_id)
             cited = self.sources.cite_all(citations, tag, beside)
+        given = {"title": title, "content": content}
         changes: dict[str, Any] = {}
         if title is not None:
             if not js_trim(title):
@@ -589,7 +595,11 @@ class MemoryStore:
                 )
             require_revision(current, base_revision)
             refuse_forgotten(current)
-            real = {k: v for k, v in changes.items() if getattr(current, k) != v}
+            # A field given exactly as it is stays as it is (the app's form passes every
+            # field): only a changed one is trimmed.
+            real = {
+                k: v for k, v in changes.items() if getattr(current, k) not in (v, given.get(k))
+            }
             gov = {}
             if cited is not None:
                 refs = with_citations(current.governance.sourceRefs, cited)

@@ -23,7 +23,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from ..js_json import decode_js, loads_js
-from ..jsonl import check_dirs, check_path, read_file
+from ..jsonl import MAX_READ_BYTES as MAX_STORE_READ_BYTES
+from ..jsonl import TooLargeToRead, check_dirs, check_path, read_file
 from ..model import (
     MAX_RECOVERY_JOINS,
     ParsedLine,
@@ -72,16 +73,22 @@ def newest_records(
     """
     out: list[Record] = []
     for file in files:
-        got = _read_tail(file, FIRST_READ_BYTES)
-        if got is None:
-            continue
-        data, whole = got
-        if whole:  # a small file: read whole, exactly as loaded
-            out += _current(data, whole, file, now)
-            continue
-        indexed = indexed_records(file, now, count)
-        out += tail_records(file, now, count) if indexed is None else indexed
+        try:
+            out += _newest(file, now, count)
+        except TooLargeToRead:
+            continue  # it grew past what a load reads: it shows none of it either
     return out
+
+
+def _newest(file: StoreFile, now: int, count: int) -> list[Record]:
+    got = _read_tail(file, FIRST_READ_BYTES)
+    if got is None:
+        return []
+    data, whole = got
+    if whole:  # a small file: read whole, exactly as loaded
+        return _current(data, whole, file, now)
+    indexed = indexed_records(file, now, count)
+    return tail_records(file, now, count) if indexed is None else indexed
 
 
 # The host's and our writers start every line with these keys; a line that does not is
@@ -218,7 +225,10 @@ def _read_tail(file: StoreFile, nbytes: int) -> tuple[bytes, bool] | None:
     check_dirs(file.path.parent, file.root)
     if not check_path(file.path):
         return None
-    start = max(0, file.path.stat().st_size - nbytes)
+    size = file.path.stat().st_size
+    if size > MAX_STORE_READ_BYTES:
+        return None  # past what a load reads: it shows none of it (FileView.unread)
+    start = max(0, size - nbytes)
     got = read_file(file.path, start)
     if got is None:
         return None

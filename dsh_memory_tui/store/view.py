@@ -20,6 +20,7 @@ from ..jsonl import (
     check_dir,
     count_lines,
     dirs_to_check,
+    too_large_to_read,
 )
 from ..model import (
     ForeignLine,
@@ -131,6 +132,7 @@ class FileView:
         self.scope_key: str | None = self.file.scope_key
         self.exists = False
         self.size = 0
+        self.unread: str | None = None  # why nothing of the file was read (too large)
         self.torn = False
         self._tail: _Tail | None = None
         # For observers (the app): ``epoch`` changes on every reset, and ``applied`` lists the
@@ -153,7 +155,8 @@ class FileView:
 
     @property
     def read_only(self) -> bool:
-        """Over the 8 MiB cap: reads work, writes that add a line are refused."""
+        """Over the 8 MiB cap: reads work (up to ``MAX_READ_BYTES``: ``unread`` past it),
+        writes that add a line are refused."""
         return self.size > MAX_STORE_BYTES
 
     @property
@@ -208,6 +211,7 @@ class FileView:
             self._clear()
         self._tail = None
         self.exists, self.size = chunk.exists, chunk.size
+        self.unread = too_large_to_read(self.path, chunk.size) if chunk.unread else None
         change = FileChange(self.file, chunk.reset)
         with gc_paused(len(lines)):
             self._apply_lines(lines + [b""], first, change)

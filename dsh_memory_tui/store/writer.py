@@ -11,6 +11,7 @@ do). Nothing else writes a data file.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,17 @@ class Rewrite:
 
 class _Changed(Exception):
     """The file is not as the view last read it: decide again."""
+
+
+def _id_needles(rid: str) -> list[bytes]:
+    """How ``rid`` can stand in a line's bytes: as UTF-8, and as an ASCII writer escapes it
+    (ours, for an id holding a lone surrogate, which has no UTF-8 form: JSON.stringify's)."""
+    escaped = json.dumps(rid)[1:-1].encode()
+    try:
+        plain = rid.encode()
+    except UnicodeEncodeError:
+        return [escaped]
+    return [plain] if plain == escaped else [plain, escaped]
 
 
 def too_large(view: FileView, why: str) -> StoreError:
@@ -258,6 +270,8 @@ def _append_or_replace(
     """
     location = view.location
     data = b"".join(checked_line(r, location) for r in records)
+    if view.unread is not None:
+        raise StoreError(ErrorCode.STORE_TOO_LARGE, view.unread)
     if view.read_only:
         raise too_large(view, "is over 8 MiB and read-only; run `dsh-memory compact`")
     over = view.size + len(data) > MAX_STORE_BYTES
@@ -407,7 +421,7 @@ def plan_rewrite(
         forgotten[spec.forget.id] = None  # appended at the end instead
     # A corrupt line cannot be parsed for its id; one that names a forgotten id (a torn
     # revision of it) is quarantined like any other but kept out of the .bak.
-    needles = [rid.encode() for rid in forgotten]
+    needles = [needle for rid in forgotten for needle in _id_needles(rid)]
     keep: list[bytes] = []
     backup: list[bytes] = []
     quarantine: list[tuple[int, str]] = []

@@ -101,3 +101,18 @@ async def test_text_that_only_looks_like_a_stand_in_is_kept_as_typed(tmp_path: P
         await wait_for(pilot, lambda: area.text.endswith("!"), what="typed")
         await save(pilot, app)
     assert reopened(store).content == "write \\u202e and \\x41 in Python!"
+
+
+async def test_a_title_only_edit_keeps_the_contents_blank_lines_around_it(tmp_path: Path) -> None:
+    """The store trims the newlines around a content it is given; an untouched one keeps its
+    exact text (issue 31: the blank lines went, so a verified record's hash changed)."""
+    content = "\n\nBody with blank lines around it\n\n\n"
+    store = store_with(tmp_path, "Blank lines", content, ["t"])
+    app = MemoryApp(MemoryStore.open(store.paths.home, store.paths.workspace, "alice"), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        form = await open_form(pilot, app)
+        form.query_one("#title", Input).value = "Blank lines, retitled"
+        await save(pilot, app)
+    record = reopened(store)
+    assert record.title == "Blank lines, retitled"
+    assert record.content == content and record.contentHash == content_hash(content)

@@ -557,3 +557,32 @@ async def test_single_line_breaks_stay_lines_in_the_markdown_view(tmp_path: Path
         lines = [line.removeprefix(GUTTER).strip() for line in detail.text.splitlines()]
     for line in content.splitlines():
         assert line in lines, (line, lines)
+
+
+async def test_lone_surrogates_in_every_field_go_through_every_view_of_the_app(
+    tmp_path: Path,
+) -> None:
+    """A verified record whose id, title, tag and content hold a lone surrogate, with times
+    past the year 9999 (all host-valid): the table, the detail pane, what the agent sees and
+    the audit log draw it (as ``\\udcff``), and the app goes on answering keys."""
+    from dsh_memory_tui.app.screens.audit import AuditScreen
+
+    from .test_hostile_cli import surrogate_store
+
+    store, rid = surrogate_store(tmp_path)
+    app = app_for(store)
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await shown(pilot, app, rid)
+        assert "Odd \\udcff title" in detail.text and "ms (past 9999)" in detail.text
+        await pilot.press("W")
+        await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen), what="agent view")
+        await wait_for(pilot, lambda: "Odd \\udcff" in screen_text(app), what="its title")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, AgentScreen), what="closed")
+        await pilot.press("L")
+        await wait_for(pilot, lambda: isinstance(app.screen, AuditScreen), what="the audit")
+        await pilot.press("escape")
+        await pilot.press("j", "k")
+        await pilot.pause()
+        assert app.is_running
+        assert not RAW.search(screen_text(app).replace("\n", ""))

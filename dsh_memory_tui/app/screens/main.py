@@ -23,7 +23,7 @@ from ... import lint
 from ...audit import record_receipt
 from ...errors import ErrorCode, StoreError
 from ...governance import refused
-from ...model import Record, Scope, Status
+from ...model import Record, Scope, Status, well_formed
 from ...present import visible
 from ...sources import Citation, Sources
 from ...store import Action
@@ -554,8 +554,10 @@ class MainScreen(Screen[None]):
         if record is None:
             app.notify("no record selected", title="Unavailable", severity="warning")
             return
-        app.copy_to_clipboard(record.id)
-        app.notify(f"copied {visible(record.id)}", title="Copy id", markup=False)
+        sent = well_formed(record.id)  # OSC 52 carries UTF-8: a lone surrogate goes as U+FFFD
+        app.copy_to_clipboard(sent)
+        said = "" if sent == record.id else " (its lone surrogates as U+FFFD)"
+        app.notify(f"copied {visible(record.id)}{said}", title="Copy id", markup=False)
 
     # ------------------------------------------------------------------ one record
 
