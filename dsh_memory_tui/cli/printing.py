@@ -170,11 +170,10 @@ def dump_plain(obj: Any) -> None:
     """``dump`` of plain data (strings, integers, booleans, None, lists, dicts: no float, no
     ``RawJSON``), the same bytes serialized in Rust (the json module's indenting encoder is
     pure Python: 0.1 s for 10,000 citations); a lone surrogate goes the json module's way."""
-    from pydantic_core import PydanticSerializationError, to_json
+    from ..model_fast import json_in_rust
 
-    try:
-        text = to_json(obj, indent=2).decode()
-    except PydanticSerializationError:
+    text = json_in_rust(obj, 2)
+    if text is None:
         dump(obj)
         return
     sys.stdout.write(json_for_terminal(text) + "\n")
