@@ -11,8 +11,37 @@ from test_mcp import SESSION, call, client, ok, read, served_titles
 from dsh_memory_tui.mcp import PROPOSE_DESCRIPTION
 
 
-def test_the_propose_tool_asks_agents_to_cite():
-    assert "Cite the workspace files" in PROPOSE_DESCRIPTION
+def test_the_propose_tool_asks_agents_to_cite_symbols_rather_than_lines():
+    assert "Cite the code" in PROPOSE_DESCRIPTION
+    assert "{path, symbol}" in PROPOSE_DESCRIPTION and "rather than by lines" in PROPOSE_DESCRIPTION
+
+
+async def test_a_proposal_citing_a_symbol_stores_a_host_valid_file_ref(tmp_path):
+    home, ws = workspace(tmp_path)
+    (ws / "net.py").write_text("class Client:\n    def fetch(self, url):\n        return url\n")
+    async with client(home, ws, "--session", SESSION) as session:
+        await ok(
+            session,
+            "workspace_memory_propose",
+            None,
+            type="fact",
+            title="Fetch",
+            content="fetch returns its url",
+            citations=[{"path": "net.py", "symbol": "Client.fetch"}],
+        )
+        error, text = await call(
+            session,
+            "workspace_memory_propose",
+            None,
+            type="fact",
+            title="Both",
+            content="a symbol and lines",
+            citations=[{"path": "net.py", "symbol": "Client.fetch", "startLine": 1}],
+        )
+    assert error and "error[INVALID_CITATION]" in text and "{path, symbol}" in text
+    (record,) = store_on(home, ws).records("project")
+    refs = [(r.kind, r.id) for r in record.governance.sourceRefs]
+    assert refs == [("session", SESSION), ("file", "net.py#Client.fetch")]
 
 
 async def test_a_proposal_with_citations_stores_host_valid_file_refs(tmp_path):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..host_rules import Status, Verification
 from ..present import visible
 from .command import YES_SHARED, arg, cite, command, record_id, scope_type
-from .printing import dump, dump_plain, written
+from .printing import dump, dump_plain, symbol_hints, written
 
 if TYPE_CHECKING:  # risk flags, citations and the store load with the command that uses them
     from .. import lint
@@ -29,6 +29,7 @@ def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
         record = store.reverify_citations(
             args.id, reason=args.reason, citations=args.cite, confirm_shared=args.yes_shared
         )
+        symbol_hints(store, args.cite)
     else:
         record = store.apply(
             Action(args.command),

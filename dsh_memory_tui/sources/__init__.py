@@ -8,6 +8,9 @@ line's ``\\r`` cut, so a file converted between CRLF and LF, or given a final ne
 holds; bytes are hashed as they are, so a file need not be UTF-8. A user-scope record is
 every workspace's: its citations are stored as ``root:<16 hex>//PATH...``, naming the
 workspace they were made in, and are judged only there (``elsewhere``: not checked).
+``PATH#SYMBOL`` cites a definition by its dotted name (``symbol``: its hash is of its syntax
+tree, it is found wherever it sits, in its file or another; ``unparsed`` while its file does
+not parse; docs/symbols.md).
 
 Each citation's state is computed at read (``Sources.check``): ``ok``; ``moved`` (the same
 text now at other lines, or in the file git says it was renamed to); ``changed``; ``missing``
@@ -22,7 +25,8 @@ what the reviewer can do. Re-verify re-anchors each citation where its text is n
 (``Sources.reanchored``: moved, renamed, moved and changed), or says which it cannot find.
 
 The package: ``citation`` (ids and parsing), ``text`` (one read of a file), ``kinds`` (what a
-citation kind judges: line ranges, whole files), ``locate`` (where text went), ``snapshots``,
+citation kind judges: line ranges, whole files), ``symbol`` (the symbol kind), ``verdict``
+(states), ``locate`` (where text went), ``snapshots``,
 ``history`` (git), ``engine`` (``Sources``), ``diff``. It reads the workspace and its own
 snapshots, never the store. Errors are ``StoreError(INVALID_CITATION)`` (or ``UNSAFE_PATH`` /
 ``WRITE_FAILED`` for the snapshots).

@@ -1,5 +1,6 @@
-"""What a citation names, as typed and as stored: ``PATH``, ``PATH:START-END``, and for a
-citation made on a user-scope record the workspace it was made in, ``root:<16 hex>//PATH...``.
+"""What a citation names, as typed and as stored: ``PATH``, ``PATH:START-END``,
+``PATH#SYMBOL`` (a definition by its dotted name: ``symbols``), and for a citation made on a
+user-scope record the workspace it was made in, ``root:<16 hex>//PATH...``.
 
 The id is the host's ``file`` sourceRef ``id`` (any text of at most 256 bytes without control
 characters), so everything a citation needs to be judged lives in fields the host keeps
@@ -14,9 +15,12 @@ from typing import Literal, NamedTuple
 
 from ..errors import ErrorCode, StoreError
 from ..model import MAX_ID_BYTES, Record, Scope, SourceRef, well_formed
+from ..symbols import valid_name
 
 FILE_KIND: Literal["file"] = "file"
 _RANGE = re.compile(r"^(?P<path>.+):(?P<start>[0-9]+)-(?P<end>[0-9]+)$")
+# PATH#SYMBOL: the first "#" of the path's last part starts the symbol.
+_SYMBOL = re.compile(r"^(?P<path>(?:.*/)?[^/#]+)#(?P<name>[^/]*)$")
 # The workspace a user-scope citation was made in: the first 16 hex of its rootId, then "//"
 # (which no relative path we store holds).
 _TAGGED = re.compile(r"^(?P<tag>root:[0-9a-f]{16})//(?P<rest>.+)$")
@@ -47,15 +51,21 @@ class Citation(NamedTuple):
     start: int | None = None
     end: int | None = None
     workspace: str | None = None
+    symbol: str | None = None  # PATH#SYMBOL: a definition by its dotted name (no lines)
 
     @property
     def kind(self) -> str:
-        """Which ``kinds.Kind`` judges it: ``lines`` or ``file``."""
+        """Which ``kinds.Kind`` judges it: ``symbol``, ``lines`` or ``file``."""
+        if self.symbol is not None:
+            return "symbol"
         return "file" if self.start is None else "lines"
 
     @property
     def label(self) -> str:
-        """``PATH`` or ``PATH:START-END``: what a reviewer reads (no workspace tag)."""
+        """``PATH``, ``PATH:START-END`` or ``PATH#SYMBOL``: what a reviewer reads (no
+        workspace tag)."""
+        if self.symbol is not None:
+            return f"{self.path}#{self.symbol}"
         return self.path if self.start is None else f"{self.path}:{self.start}-{self.end}"
 
     @property
@@ -65,16 +75,26 @@ class Citation(NamedTuple):
 
     @property
     def lines(self) -> str:
+        if self.symbol is not None:
+            return self.symbol
         return "the whole file" if self.start is None else f"lines {self.start}-{self.end}"
 
     def __str__(self) -> str:
         return self.label
 
-    def at(self, path: str | None = None, lines: tuple[int, int] | None = None) -> Citation:
-        """The same citation at another path and/or lines (the tag kept)."""
+    def at(
+        self,
+        path: str | None = None,
+        lines: tuple[int, int] | None = None,
+        symbol: str | None = None,
+    ) -> Citation:
+        """The same citation at another path and/or lines, or a symbol by another name (the
+        tag kept)."""
         moved = self if path is None else self._replace(path=path)
         if lines is not None and self.start is not None:
             moved = moved._replace(start=lines[0], end=lines[1])
+        if symbol is not None and self.symbol is not None:
+            moved = moved._replace(symbol=symbol)
         return moved
 
     def tagged(self, tag: str | None) -> Citation:
@@ -82,9 +102,9 @@ class Citation(NamedTuple):
 
     @classmethod
     def parse(cls, spec: str) -> Citation:
-        """``[root:<16 hex>//]PATH[:START-END]`` as typed (``--cite``, the form) or stored.
-        INVALID_CITATION when it is not one: an absolute path, ``..`` out of the workspace, a
-        bad range.
+        """``[root:<16 hex>//]PATH[:START-END|#SYMBOL]`` as typed (``--cite``, the form) or
+        stored. INVALID_CITATION when it is not one: an absolute path, ``..`` out of the
+        workspace, a bad range, a symbol that is not a dotted name.
         """
         usual = _usual(spec)
         if usual is not None:
@@ -95,7 +115,16 @@ class Citation(NamedTuple):
         if tagged is not None:
             tag, spec = tagged["tag"], tagged["rest"]
         if not spec:
-            raise bad("a citation needs a path: PATH or PATH:START-END")
+            raise bad("a citation needs a path: PATH, PATH:START-END or PATH#SYMBOL")
+        hashed = _SYMBOL.match(spec)
+        if hashed is not None:
+            name = hashed["name"]
+            if not valid_name(name):
+                raise bad(
+                    f"{spec}: {name!r} is not a symbol name (dotted names: Client.fetch, "
+                    "handleLogin)"
+                )
+            return cls(_relative(hashed["path"]), workspace=tag, symbol=name)
         m = _RANGE.match(spec)
         if m is None:
             return cls(_relative(spec), workspace=tag)

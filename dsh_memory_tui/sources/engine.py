@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from .. import git, symbols
 from ..errors import ErrorCode, StoreError
 from ..model import MAX_SOURCE_REFS, Record, Scope, SourceRef, Status, Verification
 from ..paths import workspace_root_id
@@ -25,6 +26,7 @@ from . import history
 from .citation import FILE_KIND, Citation, bad, judged_here, tag_for
 from .kinds import BROKEN, State, kind_of
 from .snapshots import SecretCheck, Snapshots
+from .symbol import find_elsewhere, outline_of
 from .text import FileText, StatKey, Unreadable, check_regular, read_text, stat_key
 
 _UNPARSED = object()
@@ -153,6 +155,8 @@ class Sources:
         self._files: dict[str, _FileState] = {}
         self._citations: dict[str, Citation | None] = {}
         self._renames: dict[str, tuple[object, str | None]] = {}
+        self._listing: tuple[int, list[str]] | None = None  # per batch (its number)
+        self._batches = 0
         # Cited text read by ``cite`` whose snapshot waits for the write (``keep_snapshots``).
         self._pending: dict[str, bytes] = {}
         # Within a ``batch``: each path's stat key and each directory's real path, taken once.
@@ -173,6 +177,7 @@ class Sources:
             yield
             return
         self._stats, self._real_dirs = {}, {}
+        self._batches += 1
         self._restated = False
         try:
             yield
@@ -358,7 +363,9 @@ class Sources:
         key = (ref.id, ref.contentHash)
         got = state.checks.get(key)
         if got is None:
-            got = state.checks[key] = self._judge(ref, citation, state)
+            got = self._judge(ref, citation, state)
+            if not _searched(citation, got):  # else other files may change what it finds
+                state.checks[key] = got
         return got
 
     def _judge(self, ref: SourceRef, citation: Citation, state: _FileState) -> Check:
@@ -374,13 +381,23 @@ class Sources:
             return Check(ref, citation, State.OK, "the file is there (the ref has no hash)")
         kind = kind_of(citation)
         verdict = kind.judge(text, citation, want, lambda: self.kept.read(want, kind.digest_of))
-        now = None if verdict.now is None else citation.at(lines=verdict.now)
+        if verdict.state is State.MISSING and citation.symbol is not None:
+            moved = self.symbol_elsewhere(citation, want)
+            if moved is not None:
+                return moved_symbol(self, ref, citation, moved)
+        now = None
+        if verdict.now is not None or verdict.symbol is not None:
+            now = citation.at(lines=verdict.now, symbol=verdict.symbol)
         return Check(ref, citation, verdict.state, verdict.why, now)
 
     def _gone(self, ref: SourceRef, citation: Citation) -> Check:
         """A cited file that is gone: ``moved`` or ``changed`` where git says it was renamed
         to, else ``missing``."""
         to = self.renamed(citation.path)
+        if to is None and citation.symbol is not None and isinstance(ref.contentHash, str):
+            moved = self.symbol_elsewhere(citation, ref.contentHash)
+            if moved is not None:
+                return moved_symbol(self, ref, citation, moved)
         if to is None:
             return Check(
                 ref,
@@ -395,6 +412,64 @@ class Sources:
         if inner.state is State.MOVED:
             return Check(ref, citation, State.MOVED, f"renamed to {to}; {inner.why}", inner.now)
         return Check(ref, citation, inner.state, f"renamed to {to}; {inner.why}", moved)
+
+    def symbol_elsewhere(self, citation: Citation, want: str) -> Citation | None:
+        """Where a symbol gone from its file is now: another file of its language (at most
+        ``symbols.MAX_SEARCHED_FILES``, each read only if it holds the name, parsed once per
+        version) defining the same last name with the cited hash (moved); else the first
+        defining its very name once (moved and changed); None when none does."""
+        assert citation.symbol is not None
+        family = symbols.family(symbols.grammar_for(citation.path))
+        needle = citation.symbol.rsplit(".", 1)[-1].encode()
+        searched, same_name = 0, None
+        for rel in self.workspace_files():
+            if rel == citation.path or symbols.family(symbols.grammar_for(rel)) != family:
+                continue
+            searched += 1
+            if searched > symbols.MAX_SEARCHED_FILES:
+                break
+            text = self.text_now(rel)
+            if text is None or needle not in text.data:
+                continue
+            found = find_elsewhere({rel: text}, citation, want)
+            if found is not None:
+                return Citation(rel, workspace=citation.workspace, symbol=found[1].name)
+            if same_name is None and _defines(text, rel, citation.symbol):
+                same_name = rel
+        if same_name is not None:  # moved and changed: the diff shows it there
+            return Citation(same_name, workspace=citation.workspace, symbol=citation.symbol)
+        return None
+
+    def symbol_for(self, citation: Citation) -> Citation | None:
+        """The symbol citation to offer for a line range that lies inside one function or
+        class (``Outline.anchor``): it would follow the code; None for any other."""
+        if citation.kind != "lines" or citation.start is None or citation.end is None:
+            return None
+        text = self.text_now(citation.path)
+        got = outline_of(text, citation.path) if text is not None else None
+        if not isinstance(got, symbols.Outline):
+            return None
+        symbol = got.anchor(citation.start, citation.end)
+        if symbol is None:
+            return None
+        return Citation(citation.path, workspace=citation.workspace, symbol=symbol.name)
+
+    def workspace_files(self) -> list[str]:
+        """The workspace's files (git's tracked and untracked-not-ignored, else a walk that
+        skips hidden directories), listed once per ``batch`` (a new file anywhere counts)."""
+        key = self._batches if self._stats is not None else None
+        if key is not None and self._listing is not None and self._listing[0] == key:
+            return self._listing[1]
+        listed = git.attempt(
+            self.workspace, "ls-files", "-z", "--cached", "--others", "--exclude-standard"
+        )
+        if listed is not None:
+            files = [f for f in listed.decode("utf-8", "surrogateescape").split("\0") if f]
+        else:
+            files = _walk(self.workspace, symbols.MAX_SEARCHED_FILES * 4)
+        if key is not None:
+            self._listing = (key, files)
+        return files
 
     def renamed(self, rel: str) -> str | None:
         """Where git's rename detection says the gone file ``rel`` went (cached while the
@@ -503,7 +578,7 @@ class Sources:
         kind = kind_of(citation)
         kept = self.kept.read(check.ref.contentHash, kind.digest_of)
         if kept is not None:
-            return kept, "the snapshot taken when it was cited"
+            return kind.text_of(kept), "the snapshot taken when it was cited"
 
         def cited_in(blob: bytes) -> tuple[str, bytes] | None:
             text = FileText((0, 0, 0, 0), blob, b"\x00" in blob[:8192])
@@ -512,7 +587,10 @@ class Sources:
             except StoreError:
                 return None
 
-        return history.git_text(self.workspace, citation.path, check.ref.contentHash, cited_in)
+        old, origin = history.git_text(
+            self.workspace, citation.path, check.ref.contentHash, cited_in
+        )
+        return (kind.text_of(old) if old is not None else None), origin
 
     def locate(self, check: Check) -> Citation | None:
         """Where what ``check`` cites is now: itself when ok, the new place when moved, the
@@ -682,3 +760,39 @@ def cited_hashes(records: Iterable[Record]) -> set[str]:
         for ref in r.governance.sourceRefs
         if ref.kind == FILE_KIND and isinstance(ref.contentHash, str)
     }
+
+
+def _searched(citation: Citation, check: Check) -> bool:
+    """Whether ``check`` came from searching other files (a symbol gone from its file)."""
+    return citation.symbol is not None and (
+        check.state is State.MISSING or (check.now is not None and check.now.path != citation.path)
+    )
+
+
+def moved_symbol(sources: Sources, ref: SourceRef, citation: Citation, now: Citation) -> Check:
+    """``moved`` to ``now`` when its text there is as cited, else ``changed`` there."""
+    text = sources.text_now(now.path)
+    got = outline_of(text, now.path) if text is not None else None
+    if isinstance(got, symbols.Outline) and now.symbol is not None:
+        found = got.find(now.symbol, str(ref.contentHash))
+        if found is not None:
+            return Check(ref, citation, State.MOVED, f"now {now.label}, the text unchanged", now)
+    return Check(ref, citation, State.CHANGED, f"moved to {now.label} and changed", now)
+
+
+def _defines(text: FileText, rel: str, name: str) -> bool:
+    got = outline_of(text, rel)
+    return isinstance(got, symbols.Outline) and len(got.named(name)) == 1
+
+
+def _walk(top: Path, most: int) -> list[str]:
+    """Up to ``most`` files under ``top``, hidden directories left out."""
+    out: list[str] = []
+    for directory, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
+        rel = os.path.relpath(directory, top)
+        for name in sorted(files):
+            out.append(name if rel == "." else f"{rel}/{name}")
+            if len(out) >= most:
+                return out
+    return out

@@ -10,7 +10,8 @@ about a ``FileText``:
   takes it), or None when it cannot be found;
 - ``shown(text, citation, old)``: the first line and the text the diff shows as "now";
 - ``guess(text, citation, old)``: where to look first when ``locate`` finds nothing;
-- ``digest_of(data)``: the hash of a snapshot's text (to know a snapshot is the cited one).
+- ``digest_of(data)``: the hash of a snapshot's text (to know a snapshot is the cited one);
+- ``text_of(data)``: the cited text a snapshot holds (a symbol's keeps a header before it).
 
 A kind that parses (a symbol's) keeps its parse on the text: ``text.derived(name, parse)``
 runs once per read of the file. ``KINDS`` maps ``Citation.kind`` to its kind.
@@ -18,46 +19,23 @@ runs once per read of the file. ``KINDS`` maps ``Citation.kind`` to its kind.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from enum import StrEnum
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from .citation import Citation, bad
 from .locate import find_exact, guess, locate
+from .symbol import SymbolKind
 from .text import FileText, cited_hash, split_lines
+from .verdict import BROKEN, HASH, Old, State, Verdict
 
-HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-class State(StrEnum):
-    OK = "ok"
-    MOVED = "moved"
-    CHANGED = "changed"
-    MISSING = "missing"
-    # A citation made in another workspace (a user-scope record's): never judged here.
-    ELSEWHERE = "elsewhere"
-
-
-BROKEN = (State.CHANGED, State.MISSING)
-
-
-class Verdict(NamedTuple):
-    """A citation's state in one read of its file, why, and where moved text is now."""
-
-    state: State
-    why: str
-    now: tuple[int, int] | None = None
-
-
-# The cited text as it was, when it is at hand (the snapshot), read only if a kind needs it.
-Old = Callable[[], bytes | None]
+__all__ = ["BROKEN", "HASH", "KINDS", "Kind", "Old", "State", "Verdict", "kind_of"]
 
 
 class Kind(Protocol):
     name: str
 
     def digest_of(self, data: bytes) -> str: ...
+
+    def text_of(self, data: bytes) -> bytes: ...
 
     def cite(self, text: FileText, citation: Citation) -> tuple[str, bytes]: ...
 
@@ -77,6 +55,9 @@ class WholeFile:
 
     def digest_of(self, data: bytes) -> str:
         return cited_hash(data)
+
+    def text_of(self, data: bytes) -> bytes:
+        return data
 
     def cite(self, text: FileText, citation: Citation) -> tuple[str, bytes]:
         return text.digest(None, None), text.region(None, None)
@@ -103,6 +84,9 @@ class LineRange:
 
     def digest_of(self, data: bytes) -> str:
         return cited_hash(data)
+
+    def text_of(self, data: bytes) -> bytes:
+        return data
 
     def cite(self, text: FileText, citation: Citation) -> tuple[str, bytes]:
         start, end = _span(citation)
@@ -158,7 +142,7 @@ def _span(citation: Citation) -> tuple[int, int]:
     return citation.start, citation.end
 
 
-KINDS: dict[str, Kind] = {"file": WholeFile(), "lines": LineRange()}
+KINDS: dict[str, Kind] = {"file": WholeFile(), "lines": LineRange(), "symbol": SymbolKind()}
 
 
 def kind_of(citation: Citation) -> Kind:

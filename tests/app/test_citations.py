@@ -294,3 +294,35 @@ def test_reverify_is_offered_for_a_verified_record_whose_code_changed(tmp_path):
     now = store.clock()
     assert refusal("reverify", [record], Here(now)) is not None  # holds: nothing to re-verify
     assert refusal("reverify", [record], Here(now, rereview={record.id})) is None
+
+
+async def test_ctrl_y_in_the_form_cites_the_method_holding_a_line_range_and_saves_it(tmp_path):
+    home, ws = workspace(tmp_path)
+    (ws / "net.py").write_text(
+        "class Client:\n    def fetch(self, url):\n        return get(url)\n\n\nx = 1\n"
+    )
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm), what="the form")
+        app.screen.query_one("#title").value = "Fetch"
+        app.screen.query_one("#content").text = "fetch gets the url"
+        cites = app.screen.query_one("#citations")
+        cites.value = "net.py:6-6"  # not inside a definition
+        await pilot.press("ctrl+y")
+        assert cites.value == "net.py:6-6"
+        assert "No line range here lies inside" in screen_text(app)
+        cites.value = "net.py:3-3, app.py:2-3"
+        await pilot.press("ctrl+y")
+        assert cites.value == "net.py#Client.fetch, app.py:2-3"
+        assert "1 line range now cites the function or class holding it" in screen_text(app)
+        await pilot.press("ctrl+s")
+        await wait_for(
+            pilot,
+            lambda: (
+                [[ref.id for ref in r.governance.sourceRefs] for r in store_on(home, ws).records()]
+                == [["net.py#Client.fetch", "app.py:2-3"]]
+            ),
+            what="the symbol citation saved",
+        )

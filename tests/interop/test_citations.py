@@ -142,3 +142,23 @@ def test_the_host_keeps_a_user_records_workspace_named_citation(host, dirs):
     (record,) = seen["records"]
     assert record["governance"]["sourceRefs"] == [ref.model_dump(exclude_unset=True)]
     assert store.sources.holds(store.get(rid))
+
+
+def test_the_host_opens_records_citing_symbols_clean_and_keeps_their_refs(host, dirs):
+    """A symbol citation is the host's own ``file`` ref (id ``PATH#SYMBOL``, a sha256 hash):
+    the host opens it clean, keeps it through its own write, and the 32-ref limit holds."""
+    (dirs.workspace / "net.py").write_text(
+        "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(MAX_SOURCE_REFS + 1))
+    )
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    cites = [f"net.py#f{i}" for i in range(MAX_SOURCE_REFS)]
+    rid = store.propose("project", "fact", "t", "c", citations=cites).id
+    opened = host.run("open-warnings", home=dirs.home, workspace=dirs.workspace)
+    assert (opened["warnings"], opened["records"]) == ([], 1)
+    host.run("govern", rid, "verify", home=dirs.home, workspace=dirs.workspace)
+    refs = _host_record(host, dirs, rid)["governance"]["sourceRefs"]
+    files = [r for r in refs if r["kind"] == "file"]
+    assert [r["id"] for r in files] == cites
+    assert all(r["contentHash"].startswith("sha256:") for r in files)
+    with pytest.raises(StoreError, match="at most 32"):
+        store.create("project", "fact", "u", "d", citations=[*cites, "net.py#f32"])
