@@ -184,9 +184,11 @@ def dump_plain(obj: Any) -> None:
 def symbol_hints(store: MemoryStore, cites: Sequence[str] | None) -> None:
     """On stderr, for each ``--cite`` line range that lies inside one function or class: the
     symbol to cite instead (it follows the code when it moves)."""
+    if not cites:
+        return  # nothing cited: the citations are not loaded
     from ..sources import Citation
 
-    for spec in cites or ():
+    for spec in cites:
         try:
             offered = store.sources.symbol_for(Citation.parse(spec))
         except StoreError:
