@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import ErrorCode, StoreError
+from ..host_rules import SOURCE_REF_KINDS
 from ..model import records_json
 from ..present import json_for_terminal, record_facts, visible
 from ..store import MemoryStore
@@ -102,11 +104,23 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
     )
 
 
+def _has_a_source(args: argparse.Namespace) -> None:
+    """The host's rule for a proposal, with the flags that meet it (INVALID_RECORD)."""
+    if not (args.source_ref or args.cite or args.session):
+        raise StoreError(
+            ErrorCode.INVALID_RECORD,
+            "Non-user Memory requires a source reference: say where it came from "
+            f"(--source-ref KIND:ID, KIND one of {', '.join(SOURCE_REF_KINDS)}), cite the "
+            "code it rests on (--cite PATH[:START-END]) or name its session (--session ID)",
+        )
+
+
 @command(
     "propose",
     "an agent proposal",
     _NEW_RECORD,
     arg("--source-ref", type=source_ref_type, action="append", default=[], metavar="KIND:ID"),
+    check=_has_a_source,
 )
 def cmd_propose(store: MemoryStore, args: argparse.Namespace) -> int:
     result = store.propose(
