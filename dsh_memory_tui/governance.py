@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, assert_never
 
 from .errors import ErrorCode, StoreError
 from .model import (
@@ -39,6 +39,29 @@ class Action(StrEnum):
     ARCHIVE = "archive"
     RESTORE = "restore"
     STALE = "stale"
+
+    @property
+    def done(self) -> str:
+        """What a record this transition was applied to now is, for a receipt ("verified")."""
+        match self:
+            case Action.VERIFY:
+                return "verified"
+            case Action.REJECT:
+                return "rejected"
+            case Action.REVERIFY:
+                return "re-verified"
+            case Action.PIN:
+                return "pinned"
+            case Action.UNPIN:
+                return "unpinned"
+            case Action.ARCHIVE:
+                return "archived"
+            case Action.RESTORE:
+                return "restored"
+            case Action.STALE:
+                return "marked stale"
+            case _:
+                assert_never(self)
 
 
 FORGOTTEN_WHY = "it was forgotten"

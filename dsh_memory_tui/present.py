@@ -5,6 +5,7 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -173,16 +174,18 @@ def hidden_characters(*texts: str, multiline: bool = False) -> int:
     return sum(len(pattern.findall(t)) for t in texts)
 
 
-def hidden_spans(text: str, *, multiline: bool = False) -> list[tuple[int, int]]:
+# Runs of them (a class repeated: ``re`` reads each character once).
+_ONE_LINE_RUNS = re.compile(_ONE_LINE.pattern + "+")
+_MULTILINE_RUNS = re.compile(_MULTILINE.pattern + "+")
+
+
+def hidden_spans(
+    text: str, *, multiline: bool = False, limit: int | None = None
+) -> list[tuple[int, int]]:
     """Where in ``text`` the characters ``visible`` would replace are: (start, end) of each
-    run of them (the ``invisible`` risk flag's spans)."""
-    spans: list[tuple[int, int]] = []
-    for match in (_MULTILINE if multiline else _ONE_LINE).finditer(text):
-        if spans and spans[-1][1] == match.start():
-            spans[-1] = (spans[-1][0], match.end())
-        else:
-            spans.append(match.span())
-    return spans
+    run of them (the ``invisible`` risk flag's spans), the first ``limit`` runs (all: None)."""
+    runs = (_MULTILINE_RUNS if multiline else _ONE_LINE_RUNS).finditer(text)
+    return [m.span() for m in itertools.islice(runs, limit)]
 
 
 def record_hidden_characters(record: Record) -> int:

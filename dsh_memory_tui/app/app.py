@@ -40,8 +40,8 @@ from ..review import (
 )
 from ..store import FileView, MemoryStore
 from ..store.preview import PREVIEW_FROM_BYTES, newest_records, total_bytes
-from .actions import ACTION_NAMES, ACTIONS, Refusal
-from .evidence import Evidence, RecordEvidence, flag_lines
+from .actions import ACTION_NAMES, ACTIONS, Refusal, Shown
+from .evidence import Evidence, RecordEvidence
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
 from .screens.main import EDITABLE_SCOPES, MainScreen
@@ -445,7 +445,7 @@ class MemoryApp(StoreWorkers):
             for s in self.evidence.near(record)
             if (other := self.record(s.record_id)) is not None
         )
-        return RecordEvidence(tuple(flag_lines(record, self.evidence.found(record))), near)
+        return RecordEvidence.of(record, self.evidence.found(record), near)
 
     def _status(self) -> None:
         progress = self.state.progress()
@@ -686,7 +686,7 @@ class MemoryApp(StoreWorkers):
             yield from screen.commands()
         else:  # over a dialog: listed, and run on the main screen when chosen
             for k in ACTIONS:
-                if k.action not in ("quit", "help"):
+                if Shown.PALETTE in k.shown_in:
                     yield SystemCommand(
                         f"{k.label} ({k.shown})",
                         f"dsh-memory: {k.help}",

@@ -89,19 +89,25 @@ class Evidence:
 def flag_lines(record: Record, found: Iterable[lint.Flag]) -> list[tuple[str, str, str]]:
     """The detail pane's evidence: for each flag (kind, where, the line with the span), as
     (prefix, span, suffix) of what a reviewer reads, the span to highlight. A secret's span
-    is shown masked but for its first four characters: enough to recognise, not to use."""
+    is shown masked but for its first four characters: enough to recognise, not to use; so is
+    every other secret the line shows around a flag (``masked_slice``)."""
+    found = tuple(found)
+    secrets = {field: lint.secret_spans(found, field) for field in ("title", "content")}
     out: list[tuple[str, str, str]] = []
     for flag in found:
         text = record.title if flag.field == "title" else record.content
+        spans = secrets[flag.field]
         start = text.rfind("\n", 0, flag.start) + 1
         end = text.find("\n", flag.end)
         end = len(text) if end < 0 else end
         line_no = text.count("\n", 0, flag.start) + 1
-        span = text[flag.start : flag.end]
         if flag.kind == "secret":
+            span = text[flag.start : flag.end]
             span = span[:4] + "…" * min(3, max(0, len(span) - 4))
-        before = text[max(start, flag.start - 40) : flag.start]
-        after = text[flag.end : min(end, flag.end + 40)]
+        else:
+            span = masked_slice(text, flag.start, flag.end, spans)
+        before = masked_slice(text, max(start, flag.start - 40), flag.start, spans)
+        after = masked_slice(text, flag.end, min(end, flag.end + 40), spans)
         head = f"{flag.kind:<11} {flag.field}:{line_no} {flag.what}: "
         if flag.kind == "invisible":
             span = visible(span)
@@ -109,14 +115,72 @@ def flag_lines(record: Record, found: Iterable[lint.Flag]) -> list[tuple[str, st
     return out
 
 
+def masked_slice(text: str, low: int, high: int, spans: Iterable[tuple[int, int]]) -> str:
+    """``text[low:high]`` with each secret span in it masked: its first four characters and
+    "…" (only "…" for one that began before ``low``: its middle is not shown either)."""
+    pieces: list[str] = []
+    done = low
+    for start, end in spans:
+        if end <= done or start >= high:
+            continue
+        if start < done:
+            pieces.append("…")
+        else:
+            pieces += [text[done:start], text[start : min(start + 4, end, high)], "…"]
+        done = min(end, high)
+    pieces.append(text[done:high])
+    return "".join(pieces)
+
+
 @dataclass(frozen=True, slots=True)
 class RecordEvidence:
     """What the detail pane shows of one record's evidence: its flagged lines
-    (``flag_lines``) and its near-duplicates with their scores."""
+    (``flag_lines``), its near-duplicates with their scores, and the spans of its title and
+    content flagged ``secret`` (masked wherever the pane shows them)."""
 
     flags: tuple[tuple[str, str, str], ...] = ()
     near: tuple[tuple[Record, float], ...] = ()
+    secret_title: tuple[tuple[int, int], ...] = ()
+    secret_content: tuple[tuple[int, int], ...] = ()
+    near_shown: tuple[tuple[str, str], ...] = ()  # each near-duplicate's title and content, masked
+
+    @classmethod
+    def of(
+        cls, record: Record, found: Iterable[lint.Flag], near: tuple[tuple[Record, float], ...]
+    ) -> RecordEvidence:
+        """``record``'s evidence from its flags (``found``) and its near-duplicates (whose
+        flags the worker has computed: ``lint.record_flags`` remembers them)."""
+        found = tuple(found)
+        shown = []
+        for other, _ in near:
+            theirs = lint.record_flags(other)
+            shown.append(
+                (
+                    lint.masked(other.title, lint.secret_spans(theirs, "title")),
+                    lint.masked(other.content, lint.secret_spans(theirs, "content")),
+                )
+            )
+        return cls(
+            tuple(flag_lines(record, found)),
+            near,
+            tuple(lint.secret_spans(found, "title")),
+            tuple(lint.secret_spans(found, "content")),
+            tuple(shown),
+        )
+
+    def title(self, record: Record) -> str:
+        """``record``'s title as the pane shows it: its secrets masked (``lint.masked``)."""
+        return lint.masked(record.title, self.secret_title)
+
+    def content(self, record: Record) -> str:
+        """``record``'s content as the pane shows it: its secrets masked."""
+        return lint.masked(record.content, self.secret_content)
 
     @property
     def key(self) -> tuple[object, ...]:
-        return (self.flags, tuple((r.id, r.governance.revision, s) for r, s in self.near))
+        return (
+            self.flags,
+            tuple((r.id, r.governance.revision, s) for r, s in self.near),
+            self.secret_title,
+            self.secret_content,
+        )

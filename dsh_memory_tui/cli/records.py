@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import lint
 from ..errors import ErrorCode, StoreError
 from ..host_rules import SOURCE_REF_KINDS
 from ..model import records_json
@@ -49,6 +50,7 @@ def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     "one record",
     record_id("id"),
     arg("--history", action="store_true", help="every revision still in the file"),
+    arg("--reveal", action="store_true", help="print a flagged secret whole (masked otherwise)"),
     arg("--json", action="store_true"),
 )
 def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -68,6 +70,13 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
         by = clone_names(store, [record])
         if by is not None:
             facts.append(("written by", visible(by(record)) + " (another clone of this project)"))
+        if not args.reveal:
+            found = lint.record_flags(record)
+            secrets = sum(f.kind == "secret" for f in found)
+            if secrets:
+                facts.append(("secrets", f"{secrets} flagged, shown masked (show --reveal)"))
+            record = lint.masked_record(record)
+            history = None if history is None else [lint.masked_record(r) for r in history]
         print_record(record, history, sys.stdout, facts)
     return 0
 

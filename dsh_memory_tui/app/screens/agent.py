@@ -32,7 +32,6 @@ from ...governance import Action
 from ...model import Record, Scope, utf8_len
 from ...present import PINNED_MARK, visible
 from ...store import MemoryStore
-from ..actions import DONE
 from .modal import Modal
 
 # The session a new server makes has no session records: any id without a file serves alike.
@@ -260,7 +259,7 @@ class AgentScreen(Modal[None]):
             if action is Action.ARCHIVE:
                 app.notify("\n".join([f"archived: {title}", *receipt]), title="Archived")
             else:
-                app.notify(f"{DONE[action]}: “{title}”")
+                app.notify(f"{action.done}: “{title}”")
             if self.reload is not None and self.is_attached:
                 self.reload(self.show_data)
 

@@ -28,18 +28,17 @@ from ...present import visible
 from ...store import Action
 from ...store.memory import WriteResult
 from ..actions import (
+    ACTION,
     ACTION_NAMES,
     ACTION_OF_KEY,
     ACTIONS,
-    DONE,
     EDITABLE_SCOPES,
-    ON_CURSOR,
-    OTHER_KEYS,
-    SESSION_REVIEW_ACTIONS,
-    WRITE_ACTIONS,
-    WRITE_ACTIONS_IN_ORDER,
     Here,
+    Needs,
     Refusal,
+    Shown,
+    Writes,
+    help_lines,
     pin_action,
     refusal,
     short_why,
@@ -57,6 +56,9 @@ if TYPE_CHECKING:
     from ..app import MemoryApp
 
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
+# The actions whose availability the key bar shows, or that write: their refusals are the
+# signature that says when the key bar needs a refresh.
+WATCHED = tuple(a.action for a in ACTIONS if a.footer or a.writes is not Writes.NOTHING)
 # What takes a record out of the review queue once written.
 LEAVE_REVIEW = frozenset({Action.VERIFY, Action.REJECT, Action.ARCHIVE})
 
@@ -120,9 +122,10 @@ class MainScreen(Screen[None]):
         """Why ``action`` cannot run on ``records`` (by default the marked rows, else the
         cursor's) now, or None when it can (``actions.refusal``)."""
         app = self.memory
-        gathered = action in WRITE_ACTIONS or action in ON_CURSOR
-        if records is None and gathered and not app.flags.loading:
-            if action in ON_CURSOR:
+        spec = ACTION.get(action)
+        needs = spec.needs if spec is not None else Needs.NOTHING
+        if records is None and needs.records and not app.flags.loading:
+            if needs is Needs.CURSOR:
                 cursor = app.current_record()
                 records = [cursor] if cursor is not None else []
             else:
@@ -181,7 +184,7 @@ class MainScreen(Screen[None]):
         """Refresh the footer only when an action's availability changed: a footer rebuild
         per cursor move would cost more than the move itself.
         """
-        signature = tuple(self.check_action(a, ()) is not True for a in WRITE_ACTIONS_IN_ORDER)
+        signature = tuple(self.check_action(a, ()) is not True for a in WATCHED)
         if signature != self._binding_signature:
             self._binding_signature = signature
             self.refresh_bindings()
@@ -196,7 +199,7 @@ class MainScreen(Screen[None]):
         allowed = [
             f"{k.label.lower()} ({k.shown})"
             for k in ACTIONS
-            if k.action in SESSION_REVIEW_ACTIONS and self.unavailable(k.action, [sample]) is None
+            if k.session_review and self.unavailable(k.action, [sample]) is None
         ]
         why = self.unavailable("edit", [sample])
         lines = ["allowed       " + (", ".join(allowed) or "nothing in this state")]
@@ -207,7 +210,7 @@ class MainScreen(Screen[None]):
     def commands(self) -> Iterable[SystemCommand]:
         """Every action for the command palette; one that cannot run now says why."""
         for k in ACTIONS:
-            if k.action in ("quit", "help"):
+            if Shown.PALETTE not in k.shown_in:
                 continue
             why = self.unavailable(k.action)
             if why is None:
@@ -308,9 +311,7 @@ class MainScreen(Screen[None]):
 
             notes += [("", ""), ("demo", f"in {paths.home.parent}; from another shell:")]
             notes += [("", command) for command in reach_commands(paths.home, paths.workspace)]
-        # "-" is told on the line of "*": every key fits the help screen at 36 rows.
-        keys = [(k.shown, k.help) for k in ACTIONS if k.action != "clear_marks"]
-        app.push_screen(HelpScreen(keys[:-2] + OTHER_KEYS + keys[-2:], notes))
+        app.push_screen(HelpScreen(help_lines(), notes))
 
     def _git_setup(self) -> str:
         """Whether git merges shared.jsonl by record id here (``team.status``: a few git
@@ -361,7 +362,7 @@ class MainScreen(Screen[None]):
                 written, skipped = result
                 self._batch_done(action, len(written), skipped)
             else:
-                app.notify(f"{DONE[action]}: “{result.title}”", markup=False)
+                app.notify(f"{action.done}: “{result.title}”", markup=False)
             table.clear_marks()
 
         def queued() -> None:

@@ -28,6 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
+from ... import lint
 from ...model import Record, now_ms
 from ...present import (
     ADDED,
@@ -299,7 +300,13 @@ class DetailPane(ScrollView):
         hidden = record_hidden_characters(record)
         if hidden:
             warnings.append(f"⚠ This record {hidden_warning(hidden)}.")
-        content = record.content
+        content = self._evidence.content(record)  # a flagged secret is never drawn whole
+        secrets = len(self._evidence.secret_title) + len(self._evidence.secret_content)
+        if secrets:
+            warnings.append(
+                f"⚠ {secrets} flagged secret{'s' if secrets != 1 else ''} shown masked"
+                " (its first four characters, then …)."
+            )
         if self.raw:
             heading = "Content: raw text (m: as Markdown)"
         else:
@@ -313,7 +320,7 @@ class DetailPane(ScrollView):
             heading = "Content: Markdown (m: raw text)"
         parts += [Text(w, style=_WARNING) for w in warnings]
         parts += [
-            Text(visible(record.title) or "(forgotten)", style=_BOLD),
+            Text(visible(self._evidence.title(record)) or "(forgotten)", style=_BOLD),
             Text(""),
             Text(heading, style=_HEADING),
         ]
@@ -322,7 +329,7 @@ class DetailPane(ScrollView):
         else:
             parts.append(_Guttered(markdown))
             if left_out:
-                size = len(content.encode("utf-8", "surrogatepass")) / 1024
+                size = len(record.content.encode("utf-8", "surrogatepass")) / 1024
                 parts.append(
                     Text(
                         f"… {left_out} more line{'s' if left_out != 1 else ''} of content not"
@@ -342,7 +349,7 @@ class DetailPane(ScrollView):
         parts += [
             Text(""),
             Text("History", style=_HEADING),
-            history_text(self._history),
+            history_text([lint.masked_record(r) for r in self._history]),  # secrets masked
         ]
         return parts
 
@@ -363,15 +370,16 @@ class DetailPane(ScrollView):
                 Text(""),
                 Text("Near-duplicates (K compares, keeps or merges)", style=_HEADING),
             ]
-            for other, score in evidence.near:
+            shown = evidence.near_shown or tuple((o.title, o.content) for o, _ in evidence.near)
+            for (other, score), (title, content) in zip(evidence.near, shown, strict=True):
                 parts.append(
                     Text(
-                        f"{score:.0%} alike: “{visible(other.title)}” · {other.scope.value} · "
+                        f"{score:.0%} alike: “{visible(title)}” · {other.scope.value} · "
                         f"{other.governance.verification.value} · {visible(other.id)}",
                         style=_BOLD,
                     )
                 )
-                parts.append(diff_text(record.content, other.content))
+                parts.append(diff_text(evidence.content(record), content))
         return parts
 
     def show_note(self, title: str, lines: Sequence[str]) -> None:
@@ -440,7 +448,8 @@ class DetailPane(ScrollView):
             elif part is _RAW:
                 flush()
                 assert self._record is not None
-                blocks.append(_RawLines(self._record.content, width, self.rich_style))
+                content = self._evidence.content(self._record)
+                blocks.append(_RawLines(content, width, self.rich_style))
             else:
                 pending.append(part)
         flush()
