@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import ErrorCode, StoreError
 from .governance import locale_key
@@ -52,8 +52,10 @@ from .model import (
 )
 from .paths import StoreFile
 from .present import tags_text, when
-from .sources import Sources
 from .store import FileView, MemoryStore, Session
+
+if TYPE_CHECKING:  # citations load with the store that checks them, not with the budget
+    from .sources import Sources
 
 MAX_RESULTS = 100  # the host's MEMORY_MAX_RESULTS
 DEFAULT_BUDGET_BYTES = 32 * 1024  # about 8,000 tokens
@@ -157,11 +159,23 @@ def is_served(record: Record, now: int) -> bool:
     )
 
 
-def eligible(record: Record, now: int, sources: Sources) -> bool:
-    """Eligible to be served: ``is_served``, and every file it cites still holds the cited
-    text (``Sources.holds``: a changed or missing citation waits for re-review).
+def eligible(record: Record, now: int, sources: Sources, withheld: Container[str] = ()) -> bool:
+    """Eligible to be served: ``is_served``, every file it cites still holds the cited text
+    (``Sources.holds``: a changed or missing citation waits for re-review), and it is not
+    ``withheld`` (``withheld_ids``: a shared record whose history breaks, until accepted here).
     """
-    return is_served(record, now) and sources.holds(record)
+    return is_served(record, now) and record.id not in withheld and sources.holds(record)
+
+
+def withheld_ids(store: MemoryStore, files: Iterable[StoreFile]) -> Container[str]:
+    """Ids of the shared records whose history does not hold (``team.chain.broken_chains``),
+    when ``files`` include the shared file; else none.
+    """
+    if not any(f.scope is Scope.SHARED for f in files):
+        return ()
+    from .team.chain import broken_chains  # git is asked only when the shared file is served
+
+    return broken_chains(store.paths)
 
 
 class Lowered(NamedTuple):
@@ -337,6 +351,7 @@ def _ranked(
     if query is not None:
         query = check_query(query)
     records: list[Record] = []
+    withheld = withheld_ids(store, files)
     for view in _views(store, files):
         if cache is not None:
             served = cache.served(view, at)
@@ -348,7 +363,9 @@ def _ranked(
             records.extend(
                 r
                 for r in served
-                if (wanted_type is None or r.type is wanted_type) and store.sources.holds(r)
+                if (wanted_type is None or r.type is wanted_type)
+                and r.id not in withheld
+                and store.sources.holds(r)
             )
     keyed: list[tuple[tuple[int | bool, ...], Record]]
     if query is None:
@@ -620,9 +637,12 @@ def mark_used(
     written: list[Record] = []
     for wanted in by_key.values():
         file = _file_of(store, next(iter(wanted.values())))
+        withheld = withheld_ids(store, [file])
 
         def build(
-            view: FileView, wanted: dict[str, Record] = wanted
+            view: FileView,
+            wanted: dict[str, Record] = wanted,
+            withheld: Container[str] = withheld,
         ) -> tuple[list[Record], list[Record]]:
             at = store.clock() if now is None else now
             out = []
@@ -632,7 +652,7 @@ def mark_used(
                     current is None
                     or current.governance.revision != seen.governance.revision
                     or current.contentHash != seen.contentHash
-                    or not eligible(current, at, store.sources)
+                    or not eligible(current, at, store.sources, withheld)
                 ):
                     continue
                 used = used_version(current, at, view.location)

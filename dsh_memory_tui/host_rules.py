@@ -7,10 +7,7 @@ and ``model`` (the host's verdict in its order of checks) all take these from he
 
 from __future__ import annotations
 
-import hashlib
 import re
-import secrets
-import uuid
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -191,7 +188,13 @@ def user_id_problem(user_id: str) -> str | None:
     return None
 
 
+# hashlib, uuid and secrets are loaded by the first hash or id made, not with the vocabulary
+# (`dsh-memory --help` takes the enumerations from here).
+
+
 def content_hash(content: str) -> str:
+    import hashlib
+
     return "sha256:" + hashlib.sha256(utf8(content)).hexdigest()
 
 
@@ -203,15 +206,21 @@ def now_ms() -> int:
 
 def new_id() -> str:
     """A new record id, as the host makes them (``memory:<uuid>``)."""
+    import uuid
+
     return f"memory:{uuid.uuid4()}"
 
 
 def import_id() -> str:
     """The id of an imported record, as the host's import makes them."""
+    import uuid
+
     return f"memory:import:{uuid.uuid4()}"
 
 
 def random_hex(n_bytes: int = 16) -> str:
+    import secrets
+
     return secrets.token_hex(n_bytes)
 
 
@@ -220,6 +229,8 @@ def session_scope_key(session_id: str, root_id: str) -> str:
 
 
 def sha256_hex(text: str) -> str:
+    import hashlib
+
     return hashlib.sha256(utf8(text)).hexdigest()
 
 

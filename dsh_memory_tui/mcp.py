@@ -1,7 +1,6 @@
 """``dsh-memory mcp``: a stdio MCP server through which any agent proposes memory and reads back
 only what a human verified (SPEC 1, 6; issue 14). Built on the official Python SDK, 2.x
-(``mcp.server.mcpserver.MCPServer``), an optional extra: ``pip install 'mcp>=2.3,<3'``
-(or ``pip install -e '.[mcp]'`` in a clone).
+(``mcp.server.mcpserver.MCPServer``), a dependency of the package (``pyproject.toml``).
 
 Tools:
 
@@ -56,10 +55,9 @@ from .store import MemoryStore
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "dsh-memory"
-EXTRA = "dsh-memory-tui[mcp]"
 SDK_REQUIREMENT = "mcp>=2.3,<3"
-# What the extra installs, as a command that works in any environment: from a clone (where
-# the package is not on an index) as well as after `pip install dsh-memory-tui`.
+# The SDK is a dependency; where it was removed or replaced, this command brings it back in any
+# environment: from a clone (where the package is not on an index) as after `pip install`.
 INSTALL_HINT = f"pip install '{SDK_REQUIREMENT}'"
 PROPOSE_TOOL = "workspace_memory_propose"
 SEARCH_TOOL = "workspace_memory_search"
@@ -111,8 +109,8 @@ def missing_extra(detail: str = "") -> StoreError:
     why = f" ({detail})" if detail else ""
     return StoreError(
         ErrorCode.MISSING_EXTRA,
-        f"dsh-memory mcp needs the MCP Python SDK ({SDK_REQUIREMENT}, the optional extra "
-        f"{EXTRA}){why}: {INSTALL_HINT}",
+        f"dsh-memory mcp needs the MCP Python SDK ({SDK_REQUIREMENT}, a dependency of "
+        f"dsh-memory-tui missing from this environment){why}: {INSTALL_HINT}",
     )
 
 

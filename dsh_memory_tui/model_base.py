@@ -7,13 +7,17 @@ around pydantic's internals (``model_fast`` is the upper half; nothing else touc
   as it was);
 - models of one shape share one fields set (``FrozenFields``, refusing mutation; ``thaw`` gives
   a model its own before anything changes it, which ``OpenModel`` does on every assignment
-  and copy): a set per object was most of a loaded record's memory.
+  and copy): a set per object was most of a loaded record's memory. Models with no unknown
+  field share one empty extras dict (``NO_EXTRA``, refusing mutation, thawed alike), and the
+  texts that repeat across records (scopeKey, session ids, tags, source refs) are one string
+  each (``sys.intern``): ~600 of a loaded record's ~3,200 bytes.
 
 Knows no record: ``share_fields`` walks a record's parts by the names the host gives them.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Self
 
@@ -35,6 +39,23 @@ class FrozenFields(set[str]):
     __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
 
 
+class FrozenExtras(dict[str, Any]):
+    """The empty extras dict shared by loaded models without unknown fields: it refuses to
+    change (``thaw`` the model first)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a shared extras dict cannot change: thaw the model first")
+
+    __setitem__ = __delitem__ = setdefault = pop = popitem = clear = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+
+NO_EXTRA = FrozenExtras()
+_set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[union-attr]
+_intern = sys.intern
+
 _SHAPES: dict[frozenset[str], FrozenFields] = {}
 _MAX_SHAPES = 4096  # unknown fields make new shapes; past this, objects keep their own set
 _LAST_SHAPE: dict[type, FrozenFields] = {}  # most records of a file have the same shape
@@ -49,6 +70,8 @@ def thaw(model: BaseModel) -> None:
     fields = model.__pydantic_fields_set__
     if type(fields) is FrozenFields:
         object.__setattr__(model, "__pydantic_fields_set__", set(fields))
+    if type(model.__pydantic_extra__) is FrozenExtras:  # itself, or a copy of it
+        _set_extra(model, {})
 
 
 def mark_set(model: BaseModel, *names: str) -> None:
@@ -90,13 +113,24 @@ def share_fields(record: BaseModel) -> bool:
         _set_fields(record, shared)
     else:
         _share(record)
+    if not record.__pydantic_extra__:
+        _set_extra(record, NO_EXTRA)
     d = record.__dict__
+    d["scopeKey"] = _intern(d["scopeKey"])
+    tags = d["tags"]
+    for i, tag in enumerate(tags):
+        tags[i] = _intern(tag)
     prov = d["provenance"]
     shared = last.get(type(prov))
     if shared is not None and prov.__pydantic_fields_set__ == shared:
         _set_fields(prov, shared)
     else:
         _share(prov)
+    if not prov.__pydantic_extra__:
+        _set_extra(prov, NO_EXTRA)
+    p = prov.__dict__
+    if type(p.get("sessionId")) is str:
+        p["sessionId"] = _intern(p["sessionId"])
     gov = d["governance"]
     if gov is None:
         return False
@@ -105,6 +139,8 @@ def share_fields(record: BaseModel) -> bool:
         _set_fields(gov, shared)
     else:
         _share(gov)
+    if not gov.__pydantic_extra__:
+        _set_extra(gov, NO_EXTRA)
     refs = gov.__dict__["sourceRefs"]
     shared = last.get(type(refs[0])) if refs else None
     for ref in refs:
@@ -113,6 +149,10 @@ def share_fields(record: BaseModel) -> bool:
         else:
             _share(ref)
             shared = last.get(type(ref))
+        if not ref.__pydantic_extra__:
+            _set_extra(ref, NO_EXTRA)
+        r = ref.__dict__
+        r["id"] = _intern(r["id"])  # the kind is a Literal: one of five strings already
     return True
 
 

@@ -4,16 +4,19 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
+from .host_rules import Origin, Scope, Status, Verification
 from .js_json import dumps_js
-from .model import Origin, Record, Scope, Status, Verification, is_expired
-from .sources import Check, needs_checking
+
+if TYPE_CHECKING:  # words need no pydantic: `dsh-memory --help` imports this module
+    from .record import Record
+    from .sources import Check
 
 SHORT_ORIGIN = {
     Origin.USER_AUTHORED: "user",
@@ -256,7 +259,11 @@ def expired_at(record: Record, now: int) -> bool:
     if g.expiresAt is None or g.expiresAt > now:
         return False
     # The current record is the stale view of the expired line; the line itself says verified.
-    return g.verification is Verification.STALE or is_expired(record, now)
+    if g.verification is Verification.STALE:
+        return True
+    from .record import is_expired  # loaded with the record this is asked of
+
+    return is_expired(record, now)
 
 
 # Table markers (one cell each): pinned, expired, in an open conflict group.
@@ -314,6 +321,36 @@ def citation_facts(checks: Sequence[Check], needs_review: bool) -> list[tuple[st
     return rows
 
 
+def _verification_text(record: Record, now: int) -> str:
+    """Its verification, when and by whom, and why a stale one is stale."""
+    g = record.governance
+    verification = g.verification.value
+    if g.verifiedAt is not None:
+        verification += f" at {when(g.verifiedAt)}"
+        if g.verifiedBy:
+            verification += f" by {g.verifiedBy}"
+    if g.verification is Verification.STALE:
+        verification += (
+            " (its verification expired; re-verify it)"
+            if expired_at(record, now)
+            else " (changed since it was verified; re-verify it)"
+        )
+    return verification
+
+
+def _provenance_text(record: Record) -> str:
+    """Where it came from: the provenance's kind, session, event and note."""
+    p = record.provenance
+    prov = p.kind.value
+    if p.sessionId:
+        prov += f", session {p.sessionId}"
+    if p.eventSeq is not None:
+        prov += f", event {p.eventSeq}"
+    if p.note:
+        prov += f" ({p.note})"
+    return prov
+
+
 def record_facts(
     record: Record,
     now: int,
@@ -330,25 +367,9 @@ def record_facts(
     shows for it (stored or computed) and ``rivals`` the other active versions in it;
     ``citations``: its file refs checked now (``Sources.checks``), shown by ``citation_facts``.
     """
-    g, p = record.governance, record.provenance
-    verification = g.verification.value
-    if g.verifiedAt is not None:
-        verification += f" at {when(g.verifiedAt)}"
-        if g.verifiedBy:
-            verification += f" by {g.verifiedBy}"
-    if g.verification is Verification.STALE:
-        verification += (
-            " (its verification expired; re-verify it)"
-            if expired_at(record, now)
-            else " (changed since it was verified; re-verify it)"
-        )
-    prov = p.kind.value
-    if p.sessionId:
-        prov += f", session {p.sessionId}"
-    if p.eventSeq is not None:
-        prov += f", event {p.eventSeq}"
-    if p.note:
-        prov += f" ({p.note})"
+    g = record.governance
+    verification = _verification_text(record, now)
+    prov = _provenance_text(record)
     rows = [
         ("id", record.id),
         ("scope", scope or f"{record.scope.value} ({record.scopeKey})"),
@@ -394,7 +415,7 @@ def record_facts(
         ("tags", tags_text(record.tags)),
         ("provenance", prov),
         ("sourceRefs", ", ".join(f"{s.kind}:{s.id}" for s in g.sourceRefs) or "(none)"),
-        *citation_facts(citations, needs_checking(record) and any(c.broken for c in citations)),
+        *citation_facts(citations, bool(citations) and _needs_review(record, citations)),
         ("created", when(record.createdAt)),
         ("updated", when(record.updatedAt)),
     ]
@@ -411,6 +432,12 @@ def record_facts(
 def facts_text(rows: Iterable[tuple[str, str]]) -> str:
     """``record_facts`` as plain text lines, ``name:`` padded (``dsh-memory show``)."""
     return "\n".join(f"{name + ':':<14}{value}" for name, value in rows)
+
+
+def _needs_review(record: Record, citations: Sequence[Check]) -> bool:
+    from .sources import needs_checking  # loaded with the citations checked
+
+    return needs_checking(record) and any(c.broken for c in citations)
 
 
 def describe_changes(old: Record | None, new: Record) -> list[str]:
@@ -486,6 +513,8 @@ def revision_diff(old: Record, new: Record) -> list[tuple[str, str]]:
     a, b = old.content.split("\n"), new.content.split("\n")
     if len(a) + len(b) > DIFF_MAX_INPUT_LINES:
         return [*out, (NOTE, f"content: {len(a)} lines -> {len(b)} lines (too long to diff here)")]
+    import difflib  # loaded by the first history shown
+
     diff = list(difflib.unified_diff(a, b, lineterm="", n=1))[2:]  # no ---/+++ file names
     for line in diff[:DIFF_MAX_LINES]:
         kind = HUNK if line.startswith("@@") else line[:1]

@@ -6,9 +6,11 @@
   its real name. Tests never write to the fixtures.
 - ``alice_store`` -> a ``MemoryStore`` on those copies, acting as user ``alice``.
 - ``finish(proc)`` waits for a process to end and returns its stderr (killed if it hangs).
-- ``run_cli(home, workspace, *args, user="alice", input=None)`` runs
-  ``python -m dsh_memory_tui.cli --home HOME --workspace WS --user USER ARGS...`` as a real
-  subprocess and returns the ``CompletedProcess`` (text mode, stdout and stderr captured).
+- ``run_cli(home, workspace, *args, user="alice", input=None, env=None)`` runs
+  ``dsh-memory --home HOME --workspace WS --user USER ARGS...`` in this process (its
+  ``main``, with the environment, working directory, stdin and pipes of a real run) and returns
+  a ``CompletedProcess`` (text, stdout and stderr captured); ``run_cli_process`` runs it as a
+  real subprocess, for tests of the process itself.
 - ``plain_line_validator(monkeypatch)``: within it, the fast path runs on the plain validator,
   as under a pydantic whose schema layout the constrained build does not know.
 """
@@ -65,7 +67,13 @@ def alice_store(fixture_home: tuple[Path, Path]) -> MemoryStore:
     return MemoryStore.open(home, workspace, "alice")
 
 
-def run_cli(
+def _cli_argv(
+    home: Path | str, workspace: Path | str, user: str, args: tuple[str, ...]
+) -> list[str]:
+    return ["--home", str(home), "--workspace", str(workspace), "--user", user, *args]
+
+
+def run_cli_process(
     home: Path | str,
     workspace: Path | str,
     *args: str,
@@ -73,22 +81,11 @@ def run_cli(
     input: str | None = None,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``dsh-memory`` as a real subprocess on ``home`` and ``workspace`` as ``user``.
-
-    ``env`` adds to (or overrides) the current environment.
+    """Run ``dsh-memory`` as a real subprocess on ``home`` and ``workspace`` as ``user``: for
+    tests of the process itself (its exit status from the interpreter, signals, real pipes and
+    their encodings, what it imports). ``env`` adds to (or overrides) the current environment.
     """
-    cmd = [
-        sys.executable,
-        "-m",
-        "dsh_memory_tui.cli",
-        "--home",
-        str(home),
-        "--workspace",
-        str(workspace),
-        "--user",
-        user,
-        *args,
-    ]
+    cmd = [sys.executable, "-m", "dsh_memory_tui.cli", *_cli_argv(home, workspace, user, args)]
     full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
     return subprocess.run(
         cmd,
@@ -101,7 +98,110 @@ def run_cli(
     )
 
 
-WAIT_S = 15.0
+def run_cli(
+    home: Path | str,
+    workspace: Path | str,
+    *args: str,
+    user: str = "alice",
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``dsh-memory ARGS`` on ``home`` and ``workspace`` as ``user``, run in this process
+    (``dsh_memory_tui.cli.main``) as ``run_cli_process`` runs it in a new one: ``env`` applied
+    to the environment, the workspace as the working directory, ``input`` (else nothing) on
+    file descriptor 0, stdout and stderr as UTF-8 pipes give them (stdout strict, stderr
+    backslashreplace, read back with universal newlines), an uncaught exception printed as a
+    traceback with status 1. Everything is restored after. A process start costs ~0.3 s; most
+    tests are about what the command does, not the process.
+    """
+    import io
+    import logging
+    import tempfile
+    import traceback
+    from contextlib import ExitStack
+
+    from dsh_memory_tui.cli import main
+
+    argv = _cli_argv(home, workspace, user, args)
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", write_through=True)
+    err = io.TextIOWrapper(
+        io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True
+    )
+    logger = logging.getLogger("dsh_memory_tui")
+    root = logging.getLogger()
+    with ExitStack() as stack:
+        stack.enter_context(_environment(env or {}))
+        if Path(workspace).is_dir():
+            stack.enter_context(_working_directory(Path(workspace)))
+        stdin = stack.enter_context(tempfile.TemporaryFile())
+        stdin.write((input or "").encode())
+        stdin.seek(0)
+        stack.enter_context(_file_descriptor(0, stdin.fileno()))
+        saved = (sys.stdin, sys.stdout, sys.stderr, logger.level, list(root.handlers))
+        fd0 = stack.enter_context(open(0, "rb", closefd=False))
+        sys.stdin = io.TextIOWrapper(fd0, encoding="utf-8")
+        sys.stdout, sys.stderr = out, err
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            traceback.print_exc(file=err)
+            code = 1
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = saved[0], saved[1], saved[2]
+            logger.setLevel(saved[3])
+            root.handlers[:] = saved[4]
+    return subprocess.CompletedProcess(
+        ["dsh-memory", *argv], int(code or 0), _pipe_text(out), _pipe_text(err)
+    )
+
+
+def _pipe_text(stream: Any) -> str:
+    """What ``subprocess.run(text=True)`` reads from a pipe the stream wrote to."""
+    stream.flush()
+    text = stream.buffer.getvalue().decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@contextmanager
+def _environment(changes: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    saved = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
+@contextmanager
+def _file_descriptor(fd: int, replacement: int) -> Iterator[None]:
+    saved = os.dup(fd)
+    os.dup2(replacement, fd)
+    try:
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+# How long a test waits for another process or thread before it fails saying what it waited
+# for: generous, so the suite passes at a load of 10 on two cores (a wait ends when it holds).
+WAIT_S = 60.0
 
 
 def finish(proc: subprocess.Popen) -> str | bytes:

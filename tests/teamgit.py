@@ -98,7 +98,8 @@ class Clone:
 
 def make_team(tmp_path: Path, *, install: bool = True) -> tuple[Path, Clone, Clone]:
     """A bare origin with one commit, and two clones of it at unrelated paths (alice's and
-    bob's), each with the driver installed (``install``) and its own home.
+    bob's), each with the driver installed (``install``: in the clone's own git files, so
+    nothing to commit) and its own home.
     """
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
@@ -115,10 +116,7 @@ def make_team(tmp_path: Path, *, install: bool = True) -> tuple[Path, Clone, Clo
         git(tmp_path, "clone", "-q", str(origin), str(path))
         clone = Clone(path, tmp_path / f"home-{author.lower()}", author)
         if install:
-            clone.ok("git", "install")  # the first commits .gitattributes; each sets its config
-            if not clones:
-                clone.commit("merge shared memory by record id")
-                clone.git("push", "-q", "origin", "main")
+            clone.ok("git", "install")  # each clone's own: nothing to commit
         clones.append(clone)
     return origin, clones[0], clones[1]
 

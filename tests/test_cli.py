@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, run_cli, run_cli_process
 from interop.corpus import root_id, scope_key_sha16, session_file_name, sha256_hex
 
 from dsh_memory_tui.store import MemoryStore
@@ -98,13 +98,13 @@ def lock_held_elsewhere(lock_path: Path) -> Iterator[None]:
     )
     try:
         assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
         assert ready and proc.stdout.readline().strip() == "locked"
         yield
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
-        proc.wait(20)
+        proc.wait(120)
     assert not lock_path.exists()
 
 
@@ -683,6 +683,24 @@ def test_adopt_takes_a_moved_projects_records(fixture_home: Home) -> None:
 
 
 # ------------------------------------------------------------------------- flags
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [(("list", "--scope", "user"), 0), (("verify", DECISION), 1), (("frobnicate",), 2)],
+)
+def test_the_real_process_exits_with_the_status_of_its_outcome(
+    fixture_home: Home, args: tuple[str, ...], status: int
+) -> None:
+    # The other tests run the CLI in this process: here the interpreter's own exit status and
+    # real pipes, as a shell sees them.
+    done = run_cli_process(*fixture_home, *args)
+    assert done.returncode == status, done.stderr
+    if status == 0:
+        assert done.stdout and done.stderr == ""
+    else:
+        assert done.stdout == "" and done.stderr.startswith("error[")
+        assert "Traceback" not in done.stderr
 
 
 def test_version_prints_the_package_version(tmp_path: Path) -> None:

@@ -151,6 +151,7 @@ PREFIX_RUNS: dict[str, tuple[list[str], str]] = {
     "keep": (["{e}"], "kept: verified"),
     "merge": (["{g}", "{h}"], "merged: revision"),
     "audit": (["--record", "{d}"], "entr"),
+    "check": (["--repair", "--accept", "{b}", "--reason", "seen"], "history holds: nothing"),
     "forget": (["{a}"], "forgotten"),
 }
 
@@ -180,7 +181,7 @@ def test_every_command_that_names_a_record_takes_a_unique_prefix(dirs):
         done = run_cli(home, workspace, name, *(a.format(**prefixes) for a in argv))
         assert "error[" not in done.stderr, (name, done.stderr)
         assert said in done.stdout, (name, done.stdout)
-        if name not in ("show", "lint", "sources", "audit"):  # a write names the whole id last
+        if name not in ("show", "lint", "sources", "audit", "check"):  # a write: its id last
             known = MemoryStore.open(home, workspace, "alice").known_ids()
             assert done.stdout.splitlines()[-1] in known, (name, done.stdout)
 

@@ -34,7 +34,7 @@ from dsh_memory_tui.model import Record, SourceRef, next_revision
 from dsh_memory_tui.store import FileView, MemoryStore
 
 REPO = Path(__file__).parent.parent
-DEADLINE_S = 20.0
+DEADLINE_S = 120.0  # waits for other processes: generous, for a busy machine
 
 
 def mode(path: Path) -> int:
@@ -486,7 +486,8 @@ def test_a_fresh_lock_without_a_pid_names_an_unknown_holder(tmp_path: Path) -> N
 def test_a_stale_lock_is_broken_whatever_pid_it_names(who: str, tmp_path: Path) -> None:
     # The host's rule is the mtime alone: a running pid may be pid 1, a reused pid or another
     # container's. Its holder, if only stopped, finds its lock lost before writing (LOCK_LOST).
-    safe = SafeFile(tmp_path / "f.jsonl", 5)
+    # A timeout of 0: taken only if the stale lock is broken without any waiting.
+    safe = SafeFile(tmp_path / "f.jsonl", 0)
     if who == "pid 1":
         safe.lock_path.write_bytes(b"1\n")
         age(safe.lock_path, 61)
@@ -495,9 +496,7 @@ def test_a_stale_lock_is_broken_whatever_pid_it_names(who: str, tmp_path: Path) 
         return
     with lock_held_elsewhere(safe.lock_path) as pid:
         age(safe.lock_path, 61)
-        started = time.monotonic()
         with safe.locked() as lock:
-            assert time.monotonic() - started < DEADLINE_S
             assert safe.lock_path.read_bytes() == f"{os.getpid()}\n".encode()
             lock.ensure_ours()
         assert pid != os.getpid()

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import WAIT_S, wait_for
 
 from dsh_memory_tui import lock
 from dsh_memory_tui.lock import HostLock
@@ -77,7 +77,7 @@ def test_a_waiter_sleeps_until_the_lock_file_is_removed(tmp_path: Path, no_timer
     assert not done.is_set() and not errors
     assert waiter.tries - held_from <= 3, f"{waiter.tries - held_from} tries while held: polling"
     os.unlink(path)  # the holder's release
-    assert done.wait(10), "the release did not wake the waiter"
+    assert done.wait(WAIT_S), "the release did not wake the waiter"
     thread.join()
     assert not errors
     assert path.read_bytes() == f"{os.getpid()}\n".encode()
@@ -96,7 +96,7 @@ def test_without_a_watch_a_waiter_polls_and_still_gets_the_lock(
     wait_for(lambda: waiter.tries >= 20, "the waiter to poll")
     assert not done.is_set()
     os.unlink(path)
-    assert done.wait(10) and not errors
+    assert done.wait(WAIT_S) and not errors
     thread.join()
     waiter.release()
 
@@ -112,7 +112,7 @@ def test_a_directory_removed_and_made_again_is_watched_anew(tmp_path: Path, no_t
         thread, done, errors = _acquire_in_thread(waiter)
         wait_for(lambda: waiter.tries >= 2, what)
         os.unlink(waiter.path)
-        assert done.wait(10), f"{what}: not woken"
+        assert done.wait(WAIT_S), f"{what}: not woken"
         thread.join()
         assert not errors
         waiter.release()
@@ -152,7 +152,7 @@ def test_a_forked_child_watches_with_its_own_instance(tmp_path: Path, no_timer: 
         lock._Vanish._instance.mark()
         os.unlink(path)
         lock._Vanish._instance.mark()
-        assert out.get(timeout=10) == "took it"
+        assert out.get(timeout=WAIT_S) == "took it"
     finally:
         child.join(10)
         if child.is_alive():
@@ -175,7 +175,7 @@ def test_threads_of_one_process_wait_at_once_and_each_gets_the_lock(
     def worker(n: int) -> None:
         waiter = HostLock(path, timeout_s=30.0)
         try:
-            waiting.wait(10)
+            waiting.wait(WAIT_S)
             for _ in range(20):
                 with waiter.held():
                     took.append(n)
@@ -185,7 +185,7 @@ def test_threads_of_one_process_wait_at_once_and_each_gets_the_lock(
     threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(6)]
     for thread in threads:
         thread.start()
-    waiting.wait(10)
+    waiting.wait(WAIT_S)
     wait_for(lambda: lock._Vanish._instance is not None, "a thread to watch")
     os.unlink(path)  # the planted holder's release
     for thread in threads:

@@ -30,7 +30,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import Implementation
 
 from dsh_memory_tui import agent_view as av
-from dsh_memory_tui.mcp import INSTALL_HINT
+from dsh_memory_tui.mcp import INSTALL_HINT, SDK_REQUIREMENT
 from dsh_memory_tui.model import (
     Location,
     Provenance,
@@ -817,7 +817,7 @@ async def test_the_host_reads_the_use_counts_we_wrote(dirs, host):
 # ----------------------------------------------------------------------------- the extra
 
 
-def test_without_the_sdk_mcp_is_a_one_line_error_naming_the_extra(dirs):
+def test_without_the_sdk_mcp_is_a_one_line_error_naming_the_dependency(dirs):
     home, workspace = dirs
     code = (
         "import sys, importlib.metadata as m\n"
@@ -840,20 +840,18 @@ def test_without_the_sdk_mcp_is_a_one_line_error_naming_the_extra(dirs):
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error[MISSING_EXTRA]: ")
-    assert "dsh-memory-tui[mcp]" in done.stderr
+    assert SDK_REQUIREMENT in done.stderr and "a dependency of dsh-memory-tui" in done.stderr
     assert done.stderr.rstrip().endswith(f": {INSTALL_HINT}")
 
 
-def test_the_install_command_installs_exactly_the_extras_requirement_from_anywhere():
-    # `pip install 'dsh-memory-tui[mcp]'` fails from a clone (the package is on no index):
-    # the hint names the extra's own requirement, which pip resolves in any environment.
-    extra = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]["mcp"]
-    assert f"pip install '{extra[0]}'" == INSTALL_HINT and len(extra) == 1
+def test_the_sdk_is_a_dependency_and_the_hint_installs_exactly_its_requirement():
+    # The README's first command (`pip install -e .`) must leave `dsh-memory mcp` working; where
+    # the SDK went missing anyway, the hint names its requirement, which pip resolves anywhere.
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    assert SDK_REQUIREMENT in project["dependencies"]
+    assert f"pip install '{SDK_REQUIREMENT}'" == INSTALL_HINT
     docs = (REPO_ROOT / "docs/mcp.md").read_text()
-    assert INSTALL_HINT in docs
-    assert "pip install 'dsh-memory-tui[mcp]'" not in docs
+    assert "dsh-memory-tui[mcp]" not in docs and "'.[mcp]'" not in docs
 
 
 def test_mcp_usage_errors_exit_2(dirs):

@@ -27,7 +27,11 @@ from dsh_memory_tui.audit import AuditLog
 
 INSPECTOR_VERSION = "2.12.0"
 INSPECTOR_PACKAGE = f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION}"
-RUN_TIMEOUT_S = 120
+# Generous, for a busy machine (a load of 10 on two cores): the Inspector's own connect timeout
+# (15 s by default) waits for our server's start (python, the store, the SDK) and its reply to
+# `initialize`; the run's for the Inspector's whole call.
+CONNECT_TIMEOUT_S = 180
+RUN_TIMEOUT_S = 300
 
 
 def _inspector_dir() -> Path:
@@ -72,6 +76,7 @@ def inspect(
     server = [sys.executable, "-m", "dsh_memory_tui.cli", "--home", str(home)]
     server += ["--workspace", str(workspace), "--user", "alice", "mcp", *server_args]
     cmd = [str(launcher), "--cli", "-e", f"PYTHONPATH={REPO_ROOT}", "--cwd", str(workspace)]
+    cmd += ["--connect-timeout", str(CONNECT_TIMEOUT_S * 1000)]
     done = subprocess.run(
         [*cmd, *method, "--", *server],
         capture_output=True,
@@ -80,7 +85,7 @@ def inspect(
         # The Inspector keeps a catalog under $HOME: a temporary one, not the user's.
         env={**os.environ, "HOME": str(home.parent)},
     )
-    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert done.returncode == 0, f"the Inspector's call failed: {done.stdout}\n{done.stderr}"
     return json.loads(done.stdout)
 
 

@@ -108,6 +108,24 @@ def test_a_loaded_records_shared_fields_set_refuses_to_change() -> None:
     assert parse_line(raw, PROJECT).to_line() == raw + b"\n"
 
 
+def test_loaded_records_share_their_repeated_parts_and_an_unknown_field_goes_to_one() -> None:
+    raw = _fixture_lines()[2]
+    a, b = parse_line(raw, PROJECT), parse_line(raw, PROJECT)
+    assert isinstance(a, Record) and isinstance(b, Record)
+    assert a.__pydantic_extra__ is b.__pydantic_extra__ == {}  # one empty extras dict
+    assert a.governance.__pydantic_extra__ is b.provenance.__pydantic_extra__
+    assert a.scopeKey is b.scopeKey and a.id is not b.id  # repeated texts: one string
+    with pytest.raises(TypeError, match="shared extras dict"):
+        a.__pydantic_extra__["x"] = 1
+    a.newerHostField = [1]  # type: ignore[attr-defined]  # assignment thaws first
+    a.governance.reviewNote = "kept"
+    assert a.__pydantic_extra__ == {"newerHostField": [1]} and b.__pydantic_extra__ == {}
+    assert b.to_line() == raw + b"\n"
+    assert b'"newerHostField":[1]' in a.to_line()
+    copied = b.model_copy(update={"other": 2})
+    assert copied.__pydantic_extra__ == {"other": 2} and b.__pydantic_extra__ == {}
+
+
 # The fence's two halves: the models' base and shared fields sets, and the fast path.
 FENCE = ("model_base.py", "model_fast.py")
 _INTERNALS = re.compile(r"__pydantic_|pydantic_core|core_schema|SchemaValidator")

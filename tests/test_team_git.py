@@ -36,17 +36,25 @@ def shared_titles(clone: Clone) -> dict[str, str]:
     }
 
 
-def test_install_sets_the_attribute_and_the_driver_once(tmp_path):
+def _info(clone: Clone, name: str) -> str:
+    path = clone.path / ".git" / "info" / name
+    return path.read_text() if path.exists() else ""
+
+
+def test_install_sets_the_attributes_the_ignore_and_the_drivers_once(tmp_path):
     _, alice, _ = make_team(tmp_path)
     again = alice.cli("git", "install")
     assert again.returncode == 0, again.stderr
-    attributes = (alice.path / ".gitattributes").read_text()
-    assert attributes.count("merge=dsh-memory") == 1
-    assert (alice.path / ".gitattributes").stat().st_mode & 0o777 == 0o644
-    assert f"/{SHARED} merge=dsh-memory" in attributes
+    attributes = _info(alice, "attributes")
+    assert attributes.count(f"/{SHARED} merge=dsh-memory diff=dsh-memory\n") == 1
+    assert _info(alice, "exclude").count(f"/{SHARED}.*\n") == 1
+    assert not (alice.path / ".gitattributes").exists()  # nothing that blocks a pull
+    assert alice.git("status", "--porcelain").stdout == ""
     driver = alice.git("config", "--get", "merge.dsh-memory.driver").stdout.strip()
     assert driver.endswith("-m dsh_memory_tui.cli merge-file %O %A %B %P")
     assert os.path.isabs(driver.split()[0].strip("'"))
+    textconv = alice.git("config", "--get", "diff.dsh-memory.textconv").stdout.strip()
+    assert textconv.endswith("-m dsh_memory_tui.cli git textconv")
     assert "git merges shared.jsonl by record id" in alice.ok("git", "status")
 
 
@@ -54,18 +62,28 @@ def test_status_says_what_is_missing_and_exits_1(tmp_path):
     _, alice, _ = make_team(tmp_path, install=False)
     done = alice.cli("git", "status")
     assert done.returncode == 1
-    assert "not set up (.gitattributes, the driver in the repository's config)" in done.stdout
+    assert "not set up (the merge attribute, the driver in the repository's config)" in (
+        done.stdout
+    )
     assert "dsh-memory git install" in done.stdout
 
 
-def test_uninstall_removes_the_attribute_and_the_driver(tmp_path):
+def test_uninstall_removes_the_attributes_the_ignore_and_the_drivers(tmp_path):
     _, alice, _ = make_team(tmp_path)
-    (alice.path / ".gitattributes").write_text(
-        "*.png binary\n" + (alice.path / ".gitattributes").read_text()
-    )
+    info = alice.path / ".git" / "info" / "attributes"
+    info.write_text("*.png binary\n" + info.read_text())
+    alice.ok("git", "uninstall")
+    assert _info(alice, "attributes") == "*.png binary\n"
+    assert f"/{SHARED}" not in _info(alice, "exclude")
+    for key in ("merge.dsh-memory.driver", "diff.dsh-memory.textconv"):
+        assert alice.git("config", "--get", key, check=False).returncode == 1
+
+
+def test_uninstall_takes_out_an_earlier_installs_committed_line(tmp_path):
+    _, alice, _ = make_team(tmp_path)
+    (alice.path / ".gitattributes").write_text(f"*.png binary\n/{SHARED} merge=dsh-memory\n")
     alice.ok("git", "uninstall")
     assert (alice.path / ".gitattributes").read_text() == "*.png binary\n"
-    assert alice.git("config", "--get", "merge.dsh-memory.driver", check=False).returncode == 1
 
 
 def test_install_outside_a_repository_is_a_clear_error(tmp_path):
@@ -288,7 +306,42 @@ def test_a_workspace_below_the_repository_root_gets_its_own_attribute_line(tmp_p
     service = Clone(alice.path / "services" / "api", alice.home, "Alice")
     service.path.mkdir(parents=True)
     service.ok("git", "install")
-    attributes = (alice.path / ".gitattributes").read_text()
-    assert attributes == f"/services/api/{SHARED} merge=dsh-memory\n"
+    attributes = _info(alice, "attributes")
+    assert attributes == f"/services/api/{SHARED} merge=dsh-memory diff=dsh-memory\n"
     assert "git merges shared.jsonl by record id" in service.ok("git", "status")
     assert alice.cli("git", "status").returncode == 1  # the root's own file is not covered
+
+
+def test_the_docs_order_of_steps_works_from_two_fresh_clones(tmp_path):
+    """Each teammate installs first, then pulls: nothing install wrote is in a pull's way."""
+    _, alice, bob = make_team(tmp_path, install=False)
+    alice.ok("git", "install")
+    alice.create("Build", "make build")
+    publish(alice, "build")
+    bob.ok("git", "install")  # before the pull, as docs/team.md says
+    done = bob.git("pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert done.returncode == 0, done.stderr
+    assert set(shared_titles(bob)) == {"Build"}
+
+
+def test_the_shared_files_backup_is_never_left_untracked(tmp_path):
+    _, alice, _ = make_team(tmp_path)
+    alice.create("Build", "make build")
+    alice.commit("build")
+    alice.ok("compact", "--scope", "shared-project", "--yes-shared")  # writes shared.jsonl.bak
+    assert (alice.path / f"{SHARED}.bak").exists()
+    assert alice.git("status", "--porcelain", "--untracked-files=all").stdout == ""
+
+
+def test_a_workspace_path_with_a_space_gets_a_valid_attribute_line(tmp_path):
+    _, alice, _ = make_team(tmp_path, install=False)
+    odd = Clone(alice.path / "my service [v2]", alice.home, "Alice")
+    odd.path.mkdir()
+    odd.ok("git", "install")
+    rel = f"my service [v2]/{SHARED}"
+    got = alice.git("check-attr", "merge", "diff", "--", rel).stdout
+    assert got == f"{rel}: merge: dsh-memory\n{rel}: diff: dsh-memory\n"
+    assert "git merges shared.jsonl by record id" in odd.ok("git", "status")
+    (alice.path / f"{rel}.bak").parent.mkdir(parents=True)
+    (alice.path / f"{rel}.bak").write_text("x")
+    assert alice.git("check-ignore", "-q", f"{rel}.bak", check=False).returncode == 0

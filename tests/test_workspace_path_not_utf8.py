@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli_process
 
 from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.model import Scope, SourceRef
@@ -65,7 +65,8 @@ def test_the_user_scope_is_written_and_the_workspaces_records_are_still_read(
 
 
 def test_the_cli_says_why_in_one_line_without_raw_bytes(tmp_path: Path) -> None:
-    done = run_cli(
+    # A real process: the path's bytes reach it through argv and leave it through a real pipe.
+    done = run_cli_process(
         tmp_path / "home",
         _workspace(tmp_path),
         "create",

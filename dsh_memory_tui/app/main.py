@@ -105,8 +105,7 @@ def open_app(args: argparse.Namespace) -> Opened:
         ).start()
     else:
         paths = StorePaths.resolve(args.home, args.workspace, args.user)
-    from ..store import MemoryStore
-    from ..store.preview import check_readable
+    from ..store import MemoryStore, check_readable
     from .app import MemoryApp
 
     store = MemoryStore(paths)

@@ -240,6 +240,18 @@ def _minute(minute: int) -> str:
     return when(minute * 60_000, "%m-%d %H:%M")
 
 
+# Cells and marks repeat across rows: one object each, not one per row (a 28,000-record
+# store's rows kept ~10 MiB of copies of "1", a marker and the same three booleans).
+_SHARED: dict[Any, Any] = {}
+
+
+def _shared(value: Any) -> Any:
+    """The one object equal to ``value`` that rows hold (a cell or a marks tuple)."""
+    if len(_SHARED) > 4096:  # only small values repeat; bounded whatever comes
+        _SHARED.clear()
+    return _SHARED.setdefault(value, value)
+
+
 def record_row(
     r: Record,
     conflict: bool = False,
@@ -254,19 +266,11 @@ def record_row(
     ``root_id`` (this workspace's) marks a shared record another clone wrote;
     ``source_changed``: a verified record whose cited code changed."""
     g = r.governance
-    head = (
-        r.type.value,
-        r.title.replace("\n", " ") or "(forgotten)",
-        markers(
-            r,
-            now_ms() if now is None else now,
-            conflict,
-            source_changed,
-            root_id=root_id,
-            risky=risky,
-        ),
+    marked = markers(
+        r, now_ms() if now is None else now, conflict, source_changed, root_id=root_id, risky=risky
     )
-    tail = (SHORT_ORIGIN[g.origin], str(g.revision), _minute(r.updatedAt // 60_000))
+    head = (r.type.value, r.title.replace("\n", " ") or "(forgotten)", _shared(marked))
+    tail = (SHORT_ORIGIN[g.origin], _shared(str(g.revision)), _minute(r.updatedAt // 60_000))
     if review:
         return Row(r.id, (*head, SCOPE_CELL[r.scope], *tail))
     return Row(
@@ -494,7 +498,7 @@ class RecordPane(Vertical):
         of a 20,000-record tab re-lists every row on each key, and building them all again
         was most of that (~45 of ~55 ms)."""
         conflict = self.conflict_of(record.id) is not None
-        marks = (conflict, self.evidence.flagged(record), self.rereview(record.id))
+        marks = _shared((conflict, self.evidence.flagged(record), self.rereview(record.id)))
         cached = self._rows.get(record.id)
         if cached is not None and cached[0] is record and cached[1] == marks:
             return cached[2]

@@ -17,32 +17,53 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import ErrorCode, StoreError
-from ..settings import check_environment
-from ..store import MemoryStore
 from ..usage import UsageError, UsageParser
-from . import agents, files, records, review
-from .command import COMMANDS, CommandParser, add_globals
 
-# The groups of commands, in the order `dsh-memory --help` lists them (importing each declares
-# its commands).
-GROUPS = (records, review, files, agents)
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+    from .command import Command
 
 __all__ = ["COMMANDS", "UsageError", "UsageParser", "build_parser", "main"]
 
 
+def groups() -> tuple[ModuleType, ...]:
+    """The groups of commands, in the order `dsh-memory --help` lists them; importing each
+    declares its commands. Imported on first need: `dsh-memory --version` needs none."""
+    from . import agents, files, records, review
+
+    return (records, review, files, agents)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "COMMANDS":  # every command, declared
+        return _commands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _commands() -> dict[str, Command]:
+    from .command import COMMANDS
+
+    groups()
+    return COMMANDS
+
+
 def build_parser() -> argparse.ArgumentParser:
     """``dsh-memory``'s parser: the global options and a subcommand per declared command."""
+    from .command import CommandParser, add_globals
+
     parser = UsageParser(prog="dsh-memory", description="Read and govern dsh workspace memory.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_globals(parser, suppress=False)
     # Not required here: argparse would then say "COMMAND is required" for `dsh-memory
     # --bogus` instead of naming the flag; main() asks for the command after the flags.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
-    order = {group.__name__: n for n, group in enumerate(GROUPS)}
-    for declared in sorted(COMMANDS.values(), key=lambda c: order[c.run.__module__]):
+    order = {group.__name__: n for n, group in enumerate(groups())}
+    for declared in sorted(_commands().values(), key=lambda c: order[c.run.__module__]):
         sub.add_parser(
             declared.name, help=declared.help, description=declared.help, command=declared
         )
@@ -80,6 +101,10 @@ def with_the_fix(error: StoreError, argv: list[str]) -> StoreError:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dsh-memory`` with ``argv`` (default: the process's); returns the exit code."""
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        # What argparse's version action prints, without declaring every command first.
+        print(f"dsh-memory {__version__}")
+        return 0
     parser = build_parser()
     store: MemoryStore | None = None
     said = ""
@@ -96,9 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             logging.basicConfig(format="debug: %(name)s: %(message)s")
             logging.getLogger("dsh_memory_tui").setLevel(logging.DEBUG)
-        declared = COMMANDS[args.command]
+        declared = _commands()[args.command]
         if declared.check is not None:
             declared.check(args)
+        from ..settings import check_environment
+        from ..store import MemoryStore  # here: `--version` and `--help` never load the store
+
         check_environment()  # every setting, before the command does anything
         store = MemoryStore.open(args.home, args.workspace, args.user)
         declared.resolve_ids(store, args)  # a unique prefix stands for the whole id

@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode, StoreError
 from ..present import visible
-from ..store import MemoryStore
 from ..usage import UsageError
 from .command import BUDGET, arg, command, record_id
 from .printing import dump, table
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 
 def _needs_events(args: argparse.Namespace) -> None:

@@ -17,14 +17,16 @@ import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent_view import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
-from ..model import Scope, SourceRef
-from ..store import MemoryStore, Session
+from ..host_rules import Scope
 from ..usage import UsageError, UsageParser
 
-Run = Callable[[MemoryStore, argparse.Namespace], int]
+if TYPE_CHECKING:  # declaring the commands loads no store: `--help` and `--version` need none
+    from ..record import SourceRef
+    from ..store import MemoryStore, Session
+
+Run = Callable[["MemoryStore", argparse.Namespace], int]
 
 SCOPE_NAMES = [s.value for s in Scope]
 SCOPE_ALIASES = {"shared": Scope.SHARED.value}
@@ -128,6 +130,8 @@ def scope_type(value: str) -> Scope:
 
 def source_ref_type(value: str) -> SourceRef:
     """A ``--source-ref`` value: ``KIND:ID``."""
+    from ..record import SourceRef
+
     kind, sep, ident = value.partition(":")
     if not sep or not kind or not ident:
         raise argparse.ArgumentTypeError(f"{value!r} is not KIND:ID (for example session:abc)")
@@ -155,12 +159,19 @@ YES_SHARED = arg(
     action="store_true",
     help="confirm a write to shared-project (seen by everyone on the project)",
 )
-BUDGET = arg(
-    "--budget-bytes",
-    metavar="N",
-    help=f"the bytes one answer may take (default: ${BUDGET_ENV}, else "
-    f"{DEFAULT_BUDGET_BYTES}; at least {MIN_BUDGET_BYTES})",
-)
+
+
+def _budget_help() -> str:
+    from ..agent_view import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
+
+    return (
+        f"the bytes one answer may take (default: ${BUDGET_ENV}, else {DEFAULT_BUDGET_BYTES}; "
+        f"at least {MIN_BUDGET_BYTES})"
+    )
+
+
+# Its help is made when the command's parser is filled (agent_view is loaded then, not before).
+BUDGET = arg("--budget-bytes", metavar="N", help=_budget_help)
 
 
 def cite(edit: bool = False) -> Arg:
@@ -209,7 +220,10 @@ class CommandParser(UsageParser):
         self._filled = True
         add_globals(self, suppress=True)
         for a in self.command.args:
-            self.add_argument(*a.flags, **a.options)
+            options = dict(a.options)
+            if callable(options.get("help")):  # made only now: it may load a module
+                options["help"] = options["help"]()
+            self.add_argument(*a.flags, **options)
 
     def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
         self._fill()

@@ -6,12 +6,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from ..errors import StoreError
-from ..model import Scope
+from ..errors import ErrorCode, StoreError
+from ..host_rules import Scope
 from ..present import visible
-from ..store import MemoryStore
+from ..usage import UsageError
+from . import command as cmd
 from .command import SESSION, YES_SHARED, arg, command, scope_type, session_of
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
 
 
 @command(
@@ -143,8 +148,36 @@ def cmd_compact(store: MemoryStore, args: argparse.Namespace) -> int:
     "check",
     "report corrupt, torn, oversized and unsafe files",
     arg("--repair", action="store_true", help="quarantine and compact what it can"),
+    cmd.record_id(
+        "--accept",
+        metavar="ID",
+        help="with --repair: accept a shared record whose history does not hold (needs --reason)",
+    ),
+    arg("--reason", help="why --accept is right (kept with the acceptance)"),
+    arg(
+        "--since",
+        metavar="REV",
+        help="CI's gate: list every memory change since REV; exit 1 on a broken history, "
+        "conflict markers or a verified record with a secret or instruction flag",
+    ),
 )
 def cmd_check(store: MemoryStore, args: argparse.Namespace) -> int:
+    if args.since is not None:
+        from ..team.gate import gate
+
+        result = gate(store.paths, args.since)
+        print("\n".join(result.lines()))
+        return 1 if result.failed else 0
+    if args.accept is not None:
+        from ..team.chain import accept
+
+        if not args.repair:
+            raise UsageError("--accept needs --repair")
+        taken = accept(store.paths, args.accept, args.reason or "", store.paths.user_id)
+        for found in taken:
+            print(f"accepted: {found.record_id}: {found.reason}")
+        if not taken:
+            print(f"{args.accept}: its history holds: nothing to accept")
     report = store.check(repair=args.repair)
     for p in report.problems:
         where = f"{p.path}:{p.line_no}" if p.line_no else str(p.path)
@@ -189,14 +222,32 @@ def cmd_merge_file(store: MemoryStore, args: argparse.Namespace) -> int:
 
 @command(
     "git",
-    "set up (install), remove (uninstall) or show (status) the merge driver for "
-    "shared.jsonl in the workspace's git repository",
-    arg("action", choices=["install", "uninstall", "status"]),
+    "set up (install), remove (uninstall) or show (status) git's merge and diff drivers for "
+    "shared.jsonl; diff: what commits did to memory, record by record",
+    arg("action", choices=["install", "uninstall", "status", "diff", "textconv"]),
+    arg(
+        "target",
+        nargs="?",
+        help="diff: a REV_RANGE (A..B, or REV for REV..HEAD; none: the uncommitted change); "
+        "textconv: the FILE git passes",
+    ),
 )
 def cmd_git(store: MemoryStore, args: argparse.Namespace) -> int:
     from .. import team
 
     workspace = store.paths.workspace
+    if args.action == "textconv":
+        return _git_textconv(args.target)
+    if args.action == "diff":
+        from ..team.gate import memory_changes
+
+        found = memory_changes(store.paths, args.target)
+        for change in found:
+            print(change.line())
+        print(f"{len(found)} memory change(s)")
+        return 0
+    if args.target is not None:
+        raise UsageError(f"git {args.action} takes no argument")
     if args.action == "install":
         state = team.install(workspace)
     elif args.action == "uninstall":
@@ -204,10 +255,27 @@ def cmd_git(store: MemoryStore, args: argparse.Namespace) -> int:
     else:
         state = team.status(workspace)
     print(f"repository: {state.repository or '(none)'}")
-    print(f".gitattributes: {'merge=' + team.DRIVER if state.attribute else '(not set)'}")
-    print(f"driver: {state.driver or '(not set)'}")
+    print(f"attributes: {'merge=' + team.DRIVER if state.attribute else '(not set)'}")
+    print(f"merge driver: {state.driver or '(not set)'}")
+    print(f"diff driver: {'textconv as records' if state.diff else '(not set)'}")
     print(state.summary())
     return 0 if args.action == "uninstall" or state.installed else 1
+
+
+def _git_textconv(target: str | None) -> int:
+    """git's diff driver: a version of shared.jsonl as readable records, on stdout."""
+    from pathlib import Path
+
+    from ..team.readable import as_text
+
+    if target is None:
+        raise UsageError("git textconv needs the FILE git passes")
+    try:
+        data = Path(target).read_bytes()
+    except OSError as exc:
+        raise StoreError(ErrorCode.READ_FAILED, f"cannot read {target}: {exc.strerror}") from None
+    sys.stdout.buffer.write(as_text(data).encode("utf-8", "surrogateescape"))
+    return 0
 
 
 @command(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from ..host_rules import Scope
 from ..ids import short_ids
 from ..js_json import dumps_js
-from ..model import Record, Scope
 from ..present import (
     ADDED,
     CONTEXT,
@@ -23,7 +23,10 @@ from ..present import (
     visible,
     when,
 )
-from ..store import MemoryStore
+
+if TYPE_CHECKING:
+    from ..record import Record
+    from ..store import MemoryStore
 
 
 def _widths(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> list[int]:
@@ -129,11 +132,11 @@ def clone_names(store: MemoryStore, records: Sequence[Record]) -> Callable[[Reco
     """Whose clone wrote each record (a teammate's name, "" for this clone's), or None when
     every record is this clone's: then the table has no BY column.
     """
-    from ..team import CloneNames
-
     own = store.paths.root_id
     if all(r.scope is not Scope.SHARED or r.scopeKey == own for r in records):
         return None
+    from ..team import CloneNames  # only for another clone's records
+
     names = CloneNames(store.paths.workspace, store.paths.shared_file().path, own)
     return lambda r: names.label(r.scopeKey) if r.scope is Scope.SHARED else ""
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from .. import lint
 from ..errors import ErrorCode, StoreError
-from ..host_rules import SOURCE_REF_KINDS
-from ..model import records_json
+from ..host_rules import SOURCE_REF_KINDS, Scope
 from ..present import json_for_terminal, record_facts, visible
-from ..store import MemoryStore
 from ..usage import UsageError
 from .command import (
     RECORD_TYPES,
@@ -26,6 +24,9 @@ from .command import (
 )
 from .printing import clone_names, dump, print_record, print_records, written
 
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
 
 @command(
     "list",
@@ -38,11 +39,34 @@ from .printing import clone_names, dump, print_record, print_records, written
 def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     records = store.records(args.scope, session=session_of(args), include_inactive=args.all)
     if args.json:
+        from ..model import records_json  # loaded with the records
+
         # What dump prints, serialized in Rust.
         sys.stdout.write(json_for_terminal(records_json(records)) + "\n")
     else:
         print_records(records, sys.stdout, store.known_ids, clone_names(store, records))
+    _warn_conflict_markers(store, args.scope)
     return 0
+
+
+def _warn_conflict_markers(store: MemoryStore, scope: Scope | str | None) -> None:
+    """A warning on stderr when the shared file holds git's conflict markers: what is listed
+    is what both programs read of a file a line merge left half done."""
+    if scope is not None and Scope(scope) is not Scope.SHARED:
+        return
+    from ..jsonl import read_file
+    from ..team import conflict_marker_lines
+
+    path = store.paths.shared_file().path
+    got = read_file(path)
+    marked = conflict_marker_lines(got[1]) if got else []
+    if marked:
+        print(
+            f"warning: {path} has git conflict markers (line {marked[0]}"
+            f"{f' and {len(marked) - 1} more' if len(marked) > 1 else ''}): it was merged by "
+            "line; dsh-memory check --repair merges it by record id",
+            file=sys.stderr,
+        )
 
 
 @command(
@@ -71,6 +95,8 @@ def cmd_show(store: MemoryStore, args: argparse.Namespace) -> int:
         if by is not None:
             facts.append(("written by", visible(by(record)) + " (another clone of this project)"))
         if not args.reveal:
+            from .. import lint  # show masks secrets: the only command here that flags
+
             found = lint.record_flags(record)
             secrets = sum(f.kind == "secret" for f in found)
             if secrets:

@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from .. import lint
-from ..model import Status, Verification
+from ..host_rules import Status, Verification
 from ..present import visible
-from ..sources import State, cited_hashes, report
-from ..store import Action, MemoryStore
 from .command import YES_SHARED, arg, command, record_id, scope_type
 from .printing import dump, written
+
+if TYPE_CHECKING:  # risk flags, citations and the store load with the command that uses them
+    from .. import lint
+    from ..store import MemoryStore
 
 # Actions that take a record out of what agents are served: they say where it already went.
 RECEIPT_ACTIONS = ("forget", "archive", "reject")
 
 
 def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
+    from ..governance import Action
+
     if args.command == "forget":
         record = store.forget(args.id, confirm_shared=args.yes_shared)
     else:
@@ -112,6 +116,8 @@ def cmd_merge(store: MemoryStore, args: argparse.Namespace) -> int:
     arg("--json", action="store_true"),
 )
 def cmd_lint(store: MemoryStore, args: argparse.Namespace) -> int:
+    from .. import lint
+
     records = store.records(args.scope)
     if args.id:
         selected = [store.get(args.id)]
@@ -173,6 +179,8 @@ def cmd_sources(store: MemoryStore, args: argparse.Namespace) -> int:
     """Every record with citations and each citation's state (with ID: the diff of each that
     changed). Exit 1 when a verified, active record's citation changed or is missing.
     """
+    from ..sources import State, cited_hashes, report
+
     if args.id is not None:
         records = [store.get(args.id)]
     else:

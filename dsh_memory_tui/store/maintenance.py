@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import team
 from ..errors import ErrorCode, StoreError
 from ..governance import tombstone_content, tombstone_title
 from ..js_json import decode_js, loads_js
@@ -65,7 +64,9 @@ _OLD_REF_KINDS = {"record", "bundle"}
 class Problem:
     path: Path
     line_no: int | None
-    kind: str  # corrupt | torn | oversized | unsafe | unreadable | migratable
+    # corrupt | torn | oversized | unsafe | unreadable | migratable; in a shared file also
+    # conflict | divergent | out-of-order | chain
+    kind: str
     message: str
     repaired: bool = False
 
@@ -400,6 +401,8 @@ def _check_team(view: FileView, repair: Repairs | None, report: CheckReport) -> 
     a record's newest revision decided two ways. ``repair`` merges the marked sides by record
     id (``team.merge``) and appends each divergence's resolution.
     """
+    from .. import team  # git's side of a shared file: only a check of one loads it
+
     path = view.path
     got = read_file(path)
     data = got[1] if got else b""
@@ -424,6 +427,20 @@ def _check_team(view: FileView, repair: Repairs | None, report: CheckReport) -> 
             repaired = True
         report.problems.extend(Problem(path, n, "conflict", how, repaired) for n in marked)
         return not repaired
+    late = team.out_of_order(r for lines in view.versions.values() for r in lines)
+    for rid in sorted(late):
+        lines = view.versions[rid]
+        how = (
+            f"{rid}: its current line is revision {lines[-1].governance.revision}, older than "
+            f"an earlier line's {max(r.governance.revision for r in lines)} (a merge put it "
+            "last): both programs show the older one. Repair: dsh-memory check --repair (puts "
+            "its lines in revision order)"
+        )
+        report.problems.append(Problem(path, None, "out-of-order", how, repair is not None))
+    if repair is not None and late:
+        location = view.location
+        repair.replace(view.file, lambda data: team.in_revision_order(data, location))
+        view.refresh()
     split = team.divergences(view.versions)
     for d in split:
         how = (
@@ -446,6 +463,19 @@ def _check_team(view: FileView, repair: Repairs | None, report: CheckReport) -> 
     return False
 
 
+def _check_chains(view: FileView, paths: StorePaths, report: CheckReport) -> None:
+    """Shared records whose history no program of ours could have written (``team.chain``),
+    unless a person here accepted them: withheld from agents until then."""
+    from ..team.chain import broken_chains
+
+    for rid, reason in sorted(broken_chains(paths).items()):
+        how = (
+            f"{rid}: its history does not hold ({reason}): withheld from agents. After "
+            f"review: dsh-memory check --repair --accept {rid} --reason '...', or verify it here"
+        )
+        report.problems.append(Problem(view.path, None, "chain", how))
+
+
 def _check_file(
     view: FileView,
     paths: StorePaths,
@@ -464,6 +494,8 @@ def _check_file(
         return
     if file.scope is Scope.SHARED and _check_team(view, repair, report):
         return
+    if file.scope is Scope.SHARED:
+        _check_chains(view, paths, report)
     found: list[Problem] = []
     migratable = dict(_migratable(view, paths))
     for bad in view.corrupt:

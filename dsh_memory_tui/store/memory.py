@@ -1,6 +1,6 @@
 """MemoryStore: every scope of one home, workspace and user, over the file views (view.py) and
 the one write path (writer.py). Decisions about records live here; bytes do not. The reviewer's
-writes (verify ... keep, merge) are in transitions.py, bound here as the store's methods.
+writes (verify ... keep, merge) are functions in transitions.py that these methods call.
 """
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ErrorCode, StoreError
 from ..governance import (
+    Action,
     conflict_rivals,
     display_conflict_groups,
     edited,
@@ -45,7 +46,6 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
-from ..sources import Citation, Sources, snapshots_dir, with_citations
 from . import maintenance, transitions, writer
 from .view import FileChange, FileView
 from .writer import CompactResult, Rewrite
@@ -53,8 +53,11 @@ from .writer import CompactResult, Rewrite
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
 T = TypeVar("T")
+if TYPE_CHECKING:  # citations load with the first record that has some (or asks for them)
+    from ..sources import Citation, Sources
+
 # Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
-Cites = Iterable[str | Citation]
+Cites = Iterable["str | Citation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +120,17 @@ class MemoryStore:
         """The workspace's citations (``sources.Sources``), their snapshots under the home."""
         got = self.__dict__.get("_sources")
         if got is None:
+            from ..sources import Sources, snapshots_dir
+
             snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
             got = self.__dict__["_sources"] = Sources(self.paths.workspace, snaps)
         return got
+
+    def _cite(self, citations: Cites) -> list[SourceRef]:
+        """``sources.cite_all`` of ``citations`` (none: nothing loaded, ``[]``)."""
+        if isinstance(citations, Collection) and not citations:
+            return []
+        return self.sources.cite_all(citations)
 
     # ----------------------------------------------------------------- files and views
 
@@ -484,7 +495,7 @@ class MemoryStore:
             session,
             provenance,
             Origin.USER_AUTHORED,
-            self.sources.cite_all(citations),
+            self._cite(citations),
             confirm_shared,
         )
 
@@ -507,7 +518,7 @@ class MemoryStore:
         Without ``source_refs`` or ``citations`` and outside a session, INVALID_RECORD (the
         host needs one). INVALID_CITATION for a bad citation; nothing is written.
         """
-        refs = [*source_refs, *self.sources.cite_all(citations)]
+        refs = [*source_refs, *self._cite(citations)]
         provenance = Provenance(kind=ProvenanceKind.AGENT, note="memory proposal")
         if session is not None:
             provenance.sessionId = session[0]
@@ -546,7 +557,7 @@ class MemoryStore:
         READ_ONLY_SCOPE for a session record; FORGOTTEN for a forgotten one;
         INVALID_CITATION for a bad citation.
         """
-        cited = None if citations is None else self.sources.cite_all(citations)
+        cited = None if citations is None else self._cite(citations)
         given = {"title": title, "content": content}
         changes: dict[str, Any] = {}
         if title is not None:
@@ -578,6 +589,8 @@ class MemoryStore:
             }
             gov = {}
             if cited is not None:
+                from ..sources import with_citations
+
                 refs = with_citations(current.governance.sourceRefs, cited)
                 if refs != current.governance.sourceRefs:
                     gov["sourceRefs"] = refs
@@ -587,20 +600,90 @@ class MemoryStore:
 
         return self.revise(record_id, change, confirm_shared=confirm_shared)
 
-    # ----------------------------------------------------------------- review (transitions.py)
-    # The reviewer's writes are functions of the store in store/transitions.py: its methods.
+    # ----------------------------------------------------------------- the reviewer's writes
+    # Each is a function of the store in transitions.py (the host's transitions, keep, merge),
+    # which uses only the store's public methods; these are the store's names for them.
 
-    apply = transitions.apply
-    verify = transitions.verify
-    reject = transitions.reject
-    archive = transitions.archive
-    restore = transitions.restore
-    apply_many = transitions.apply_many
-    apply_many_report = transitions.apply_many_report
-    mark_stale = transitions.mark_stale
-    reverify_citations = transitions.reverify_citations
-    keep = transitions.keep
-    merge = transitions.merge
+    def apply(
+        self,
+        action: Action | str,
+        record_id: str,
+        *,
+        reason: str | None = None,
+        base_revision: int | None = None,
+        confirm_shared: bool = False,
+    ) -> Record:
+        """One governance action on one record (``transitions.apply``): INVALID_TRANSITION
+        when the host's rules refuse it in this state."""
+        return transitions.apply(
+            self,
+            action,
+            record_id,
+            reason=reason,
+            base_revision=base_revision,
+            confirm_shared=confirm_shared,
+        )
+
+    def verify(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.VERIFY, record_id, reason=reason, **kw)
+
+    def reject(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.REJECT, record_id, reason=reason, **kw)
+
+    def archive(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.ARCHIVE, record_id, **kw)
+
+    def restore(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.RESTORE, record_id, **kw)
+
+    def apply_many(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> list[Record]:
+        """One action on several records, one locked batch per file; a record the rules
+        refuse is skipped (``apply_many_report`` says why)."""
+        return self.apply_many_report(
+            action, record_ids, reason=reason, confirm_shared=confirm_shared
+        )[0]
+
+    def apply_many_report(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """``apply_many``: (written, skipped with why) (``transitions.apply_many_report``)."""
+        return transitions.apply_many_report(
+            self, action, record_ids, reason=reason, confirm_shared=confirm_shared
+        )
+
+    def mark_stale(
+        self, record_ids: Iterable[str], *, confirm_shared: bool = False
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """The host's ``stale`` transition (it needs no user) for each record: one locked
+        batch per file; (written, skipped with why) as ``apply_many_report``."""
+        return self.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
+
+    def reverify_citations(self, record_id: str, **kw: Any) -> Record:
+        """Its citations take today's text and it is verified again, in one locked write
+        (``transitions.reverify_citations``: INVALID_TRANSITION, INVALID_CITATION)."""
+        return transitions.reverify_citations(self, record_id, **kw)
+
+    def keep(self, record_id: str, **kw: Any) -> transitions.KeepResult:
+        """Keep this version of its conflict group, in one locked batch (``transitions.keep``:
+        INVALID_TRANSITION when it has no rival or cannot be kept)."""
+        return transitions.keep(self, record_id, **kw)
+
+    def merge(self, keep_id: str, other_id: str, **kw: Any) -> transitions.MergeResult:
+        """Merge two records of one file into a new revision of ``keep_id``, in one locked
+        write (``transitions.merge``)."""
+        return transitions.merge(self, keep_id, other_id, **kw)
 
     def adoptable(self, file: StoreFile) -> dict[str, int]:
         """Lines of ``file`` keyed to another workspace's rootId, per rootId (``adopt``'s)."""

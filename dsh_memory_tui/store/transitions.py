@@ -3,9 +3,10 @@ store's records, each in one write of the record's file: one action (verify, rej
 restore, pin...), a batch of one action, the ``stale`` the citation check asks for, re-verifying
 a record whose citations changed, keeping one version of a conflict group, merging two records.
 
-Functions of the store: ``MemoryStore`` takes them as its methods (``store.verify(...)``), so
-this is its review side, not a second API. They decide inside the ``build`` each write calls
-(``MemoryStore.write``: it may run again) and read the store only through its public methods.
+Functions of the store, which ``MemoryStore``'s methods of the same names call
+(``store.verify(...)``): its review side, not a second API. They decide inside the ``build``
+each write calls (``MemoryStore.write``: it may run again) and read the store only through its
+public methods.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import lint
 from ..errors import ErrorCode, StoreError
 from ..governance import (
     PIN_FIELDS,
@@ -71,6 +71,8 @@ def require_reason(record: Record, reason: str | None) -> None:
     reviewer says why it may be relied on. REASON_REQUIRED otherwise."""
     if reason and reason.strip():
         return
+    from .. import lint  # risk flags load with the first verify that has no reason
+
     found = lint.record_flags(record)
     if found:
         raise StoreError(
@@ -108,39 +110,22 @@ def apply(
             _citations_hold(store, current)
         return _transition(store, action, current, reason)
 
-    return store.revise(record_id, change, confirm_shared=confirm_shared)
+    done = store.revise(record_id, change, confirm_shared=confirm_shared)
+    _vouched(store, action, [done])
+    return done
 
 
-def verify(store: MemoryStore, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-    return store.apply(Action.VERIFY, record_id, reason=reason, **kw)
+def _vouched(store: MemoryStore, action: Action, records: Iterable[Record]) -> None:
+    """A person here verified these: a shared record's history as it is now is theirs to
+    vouch for (``team.chain``: a broken one is served again)."""
+    if action not in (Action.VERIFY, Action.REVERIFY):
+        return
+    shared = [r for r in records if r.scope is Scope.SHARED]
+    if shared:
+        from ..team.chain import accept_verified
 
-
-def reject(store: MemoryStore, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-    return store.apply(Action.REJECT, record_id, reason=reason, **kw)
-
-
-def archive(store: MemoryStore, record_id: str, **kw: Any) -> Record:
-    return store.apply(Action.ARCHIVE, record_id, **kw)
-
-
-def restore(store: MemoryStore, record_id: str, **kw: Any) -> Record:
-    return store.apply(Action.RESTORE, record_id, **kw)
-
-
-def apply_many(
-    store: MemoryStore,
-    action: Action | str,
-    record_ids: Iterable[str],
-    *,
-    reason: str | None = None,
-    confirm_shared: bool = False,
-) -> list[Record]:
-    """One action on several records: one locked batch per file. A record the rules refuse
-    is skipped (``skipped`` on the result says why); the rest are written.
-    """
-    return store.apply_many_report(
-        action, record_ids, reason=reason, confirm_shared=confirm_shared
-    )[0]
+        for r in shared:
+            accept_verified(store.paths, r.id, store.paths.user_id)
 
 
 def apply_many_report(
@@ -181,16 +166,8 @@ def apply_many_report(
         written, passed = store.write(file, build, confirm_shared=confirm_shared, about=ids)
         out.extend(written)
         skipped.extend(passed)
+    _vouched(store, action, out)
     return out, skipped
-
-
-def mark_stale(
-    store: MemoryStore, record_ids: Iterable[str], *, confirm_shared: bool = False
-) -> tuple[list[Record], list[tuple[str, str]]]:
-    """The host's ``stale`` transition (it needs no user) for each record: one locked
-    batch per file; (written, skipped with why) as ``apply_many_report``.
-    """
-    return store.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
 
 
 def reverify_citations(
@@ -227,7 +204,9 @@ def reverify_citations(
         return out, final
 
     view, _ = store.locate(record_id)
-    return store.write(view.file, build, confirm_shared=confirm_shared)
+    done = store.write(view.file, build, confirm_shared=confirm_shared)
+    _vouched(store, Action.REVERIFY, [done])
+    return done
 
 
 def keep(
@@ -271,7 +250,9 @@ def keep(
         result = KeepResult(kept, rejected, archived)
         return [r for r in result.written if r is not current], result
 
-    return store.write(view.file, build, confirm_shared=confirm_shared)
+    done = store.write(view.file, build, confirm_shared=confirm_shared)
+    _vouched(store, Action.VERIFY, [done.kept])
+    return done
 
 
 def merge(

@@ -47,10 +47,12 @@ async def _detail_of(pilot, app, rid: str) -> str:  # type: ignore[no-untyped-de
     await wait_for(pilot, lambda: app.current_record() is not None, what="a row")
     await pilot.press("g")  # the first row
     for _ in range(5):
+        # Each key is handled in its turn: on a busy machine the row may not be current yet.
+        await wait_for(pilot, lambda: app.current_record() is not None, what="a row")
         if app.current_record().id == rid:
             break
         await pilot.press("down")
-    assert app.current_record().id == rid
+    await wait_for(pilot, lambda: app.current_record().id == rid, what=f"the row of {rid}")
     await wait_for(pilot, lambda: app.active_pane.detail.shown is not None, what="the detail")
     return app.active_pane.detail.text
 

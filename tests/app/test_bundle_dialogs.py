@@ -245,7 +245,11 @@ async def test_what_the_agent_sees_is_read_after_a_running_write(tmp_path):
         finally:
             app._store_gate.release()
         await wait_for(pilot, lambda: isinstance(app.screen, AgentScreen), what="the view")
-        assert "Served" in str(app.screen.query_one("#agent-summary", Static).render())
+        await wait_for(  # the screen is up before its widgets are mounted
+            pilot,
+            lambda: any("Served" in str(s.render()) for s in app.screen.query("#agent-summary")),
+            what="the view's summary",
+        )
     assert store.get(rid).title == "Served"
 
 

@@ -226,7 +226,7 @@ async def test_a_burst_of_appends_is_all_shown_and_keys_still_answer(fixture_hom
         await wait_for(
             pilot,
             lambda: len(app.pane("review").records) == 1003,
-            timeout=20,
+            timeout=120,
             what="all 1,000 new proposals",
         )
         assert app.pane("review").table.row_count == 1003

@@ -46,7 +46,7 @@ def test_a_fifo_store_file_hangs_the_host_and_is_refused_by_us(
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run(cmd, env=host.env(), capture_output=True, timeout=5)
     store = _store(dirs)
-    started = time.monotonic()
+    # Refused before any open: opening a FIFO would wait for a writer forever (as the host does).
     for act in (
         lambda: store.records("project"),
         lambda: store.create("project", "fact", "t", "c"),
@@ -54,7 +54,6 @@ def test_a_fifo_store_file_hangs_the_host_and_is_refused_by_us(
         with pytest.raises(StoreError) as err:
             act()
         assert err.value.code == "UNSAFE_PATH"
-    assert time.monotonic() - started < 5
 
 
 def test_a_dangling_symlink_is_written_through_by_the_host_and_refused_by_us(

@@ -153,9 +153,8 @@ def test_fresh_lock_makes_hostwriter_busy_at_once(dirs: CaseDirs) -> None:
     lock = Path(f"{file}.lock")
     lock.write_text("4242\n")
     busy_log = dirs.tmp / "busy.log"
-    started = time.monotonic()
     result = run_writer(file, *writer_options(dirs, "p", 3), "--busy-log", str(busy_log))
-    assert time.monotonic() - started < 30  # no waiting for the holder
+    # No waiting for the holder: a wait would outlive the fresh lock (60 s) and break it.
     assert (result["ok"], result["busy"], result["errors"]) == (0, 3, {})
     assert len(busy_log.read_text().splitlines()) == 3 and busy_pids(busy_log) == {"4242"}
     assert not file.exists() and lock.read_text() == "4242\n"

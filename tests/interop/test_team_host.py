@@ -114,3 +114,47 @@ def test_the_hosts_forget_merged_over_an_edit_leaves_no_text(host: HostHarness, 
     data = alice.shared.read_bytes()
     assert b"abc123" not in data and b"def456" not in data
     assert host_sees(host, alice)[rid]["status"] == "forgotten"
+
+
+def test_a_record_whose_lines_look_like_conflict_markers_survives_check_repair(
+    host: HostHarness, tmp_path
+):
+    from test_team_conflict_markers import CODE, record_with_markers
+
+    clone, rid, _ = record_with_markers(tmp_path)
+
+    def host_content() -> str:
+        seen = host.run(
+            "list", "--full", home=clone.home, workspace=clone.path, scope="shared-project"
+        )
+        return {r["id"]: r for r in seen["records"]}[rid]["content"]
+
+    assert host_content() == CODE  # the host reads it as one record
+    done = clone.cli("check", "--repair")
+    assert "conflict" not in done.stdout, done.stdout
+    assert host_content() == CODE
+    assert clone.store.get(rid).content == CODE
+
+
+def test_after_a_revert_of_a_compaction_and_a_pull_the_host_sees_the_newest_revision(
+    host: HostHarness, tmp_path
+):
+    _, alice, bob = make_team(tmp_path)
+    rid = host_propose(host, alice, "Release", "tag then push")
+    host.run("govern", rid, "verify", home=alice.home, workspace=alice.path, scope="shared-project")
+    alice.commit("release, verified")
+    host.run("compact", home=alice.home, workspace=alice.path, scope="shared-project")
+    alice.commit("compact")
+    alice.git("push", "-q", "origin", "main")
+    pull(bob)
+    alice.git("revert", "--no-edit", "HEAD")  # revision 1 comes back on one side only
+    alice.git("push", "-q", "origin", "main")
+    bob.create("Lint", "ruff check")
+    bob.commit("lint")
+    pull(bob)
+    pull(alice)
+    for clone in (alice, bob):
+        assert clone.store.get(rid).governance.verification.value == "verified"
+    seen = host_sees(host, alice)
+    assert seen[rid]["governance"]["revision"] == 2
+    assert seen[rid]["governance"]["verification"] == "verified"

@@ -314,17 +314,17 @@ def test_a_held_lock_is_lock_timeout_and_a_killed_holders_lock_is_broken_once_st
             return {"code": exc.code, "message": exc.message}
         return {"code": None}
 
-    refused = run_in_child(write, deadline_s=30).messages[-1]
+    refused = run_in_child(write, deadline_s=120).messages[-1]
     assert refused["code"] == "LOCK_TIMEOUT", refused
     assert f"pid {holder.pid} (running)" in refused["message"], refused
     holder.kill()
     assert lock.read_text() == f"{holder.pid}\n", "the killed holder's lock went away"
-    refused = run_in_child(write, deadline_s=30).messages[-1]
+    refused = run_in_child(write, deadline_s=120).messages[-1]
     assert refused["code"] == "LOCK_TIMEOUT", refused
     assert f"pid {holder.pid} (not running)" in refused["message"], refused
     assert f"delete {lock}" in refused["message"], refused
     assert expire_killed_lock(site.project, holder.pid)
-    assert run_in_child(write, deadline_s=30).messages[-1]["code"] is None
+    assert run_in_child(write, deadline_s=120).messages[-1]["code"] is None
     assert not lock.exists(), "the write left a lock behind"
     figures.add("writes that timed out instead of hanging", 2)
     figures.add("kills survived")
@@ -332,7 +332,7 @@ def test_a_held_lock_is_lock_timeout_and_a_killed_holders_lock_is_broken_once_st
 
 # --------------------------------------------------------- smaller runs: scripts in child processes
 
-SCRIPT_DEADLINE_S = 60.0
+SCRIPT_DEADLINE_S = 180.0  # generous: the suite must pass at a load of 10
 Home = tuple[Path, Path]
 
 

@@ -55,7 +55,7 @@ HOSTWRITER = HERE.parents[1] / "interop" / "hostwriter.py"
 # The ``dsh-memory`` entry point, run by this interpreter on this checkout.
 CLI = [sys.executable, "-c", "import sys; from dsh_memory_tui.cli import main; sys.exit(main())"]
 SESSION = "s-race"
-DEADLINE_S = 60
+DEADLINE_S = 180  # generous: the suite must pass at a load of 10
 GONE = ("(gone)", "(empty)")  # what the host's refusal logs when the lock vanished / had no pid
 
 
@@ -766,7 +766,7 @@ def test_a_stale_host_lock_is_broken_whoever_it_names(
 ) -> None:
     """A host lock 61 s old, naming a dead pid or a running one (pid 1, a reused pid, another
     container's: the host's rule is the mtime alone, and it breaks such a lock). Our write
-    breaks it and goes through at once (well within its timeout), the host's next write goes
+    breaks it and goes through at once (with a lock timeout of 0), the host's next write goes
     through too, and no ``.lock`` remains.
     """
     site = Site.create(tmp_path / "site")
@@ -774,9 +774,8 @@ def test_a_stale_host_lock_is_broken_whoever_it_names(
     lives = Lives()
     pid = _dead_pid() if holder == "dead" else os.getpid()
     _plant_host_lock(target, pid, age_s=61)
-    started = time.monotonic()
-    rid = _cli_id(_cli_propose(site, target, lives, "breaks it", DSH_LOCK_TIMEOUT="20"))
-    assert time.monotonic() - started < 10, "waited for a stale lock"
+    # A timeout of 0: the write goes through only if it breaks the stale lock without waiting.
+    rid = _cli_id(_cli_propose(site, target, lives, "breaks it", DSH_LOCK_TIMEOUT="0"))
     host = HostRun(tmp_path, "after", target, lives, "--count", "1")
     assert host.summary()["ok"] == 1
     _check_every_ack_once(site, target, [rid, *host.acked()])

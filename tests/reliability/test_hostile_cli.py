@@ -298,7 +298,7 @@ def test_the_merge_driver_installs_for_a_workspace_whose_path_is_not_utf8(
     tmp_path: Path,
 ) -> None:
     """``git install``, ``status`` and ``uninstall`` in a workspace at ``w\\xff`` inside a git
-    repository: each exits 0 (install raised writing .gitattributes), the pattern holds the
+    repository: each exits 0 (install raised writing the attributes), the pattern holds the
     path's own bytes, and git applies it."""
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=TIMEOUT_S)
     workspace = tmp_path / os.fsdecode(b"w\xff")
@@ -306,8 +306,9 @@ def test_the_merge_driver_installs_for_a_workspace_whose_path_is_not_utf8(
     for action in ("install", "status"):
         done = dsh(tmp_path / "home", workspace, "git", action)
         assert done.returncode == 0 and b"Traceback" not in done.stderr, (action, done.stderr)
-    assert b"w\xff/.dsh/workspace-memory/shared.jsonl" in (tmp_path / ".gitattributes").read_bytes()
+    attributes = tmp_path / ".git" / "info" / "attributes"
+    assert b"w\xff/.dsh/workspace-memory/shared.jsonl" in attributes.read_bytes()
     assert b"git merges shared.jsonl by record id" in done.stdout
     done = dsh(tmp_path / "home", workspace, "git", "uninstall")
     assert done.returncode == 0, done.stderr
-    assert b"w\xff" not in (tmp_path / ".gitattributes").read_bytes()
+    assert b"w\xff" not in attributes.read_bytes()

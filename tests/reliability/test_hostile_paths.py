@@ -27,7 +27,7 @@ from dsh_memory_tui.store import MemoryStore
 from .conftest import Figures
 from .harness import Site, neighbours, regular_files, run_in_child
 
-HANG_DEADLINE_S = 30
+HANG_DEADLINE_S = 120  # a hang guard, generous for a busy machine
 FIXED_HEX = "0badc0de"
 
 WRITES: dict[str, Callable[[MemoryStore, str], Any]] = {

@@ -16,7 +16,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from app.helpers import SIZE, screen_text, select, table_keys, wait_for
@@ -424,19 +423,15 @@ async def test_a_huge_code_fence_shows_its_start_at_once_and_all_of_it_raw(tmp_p
     store, rid = one_hostile_store(tmp_path, content=content, title="Huge")
     app = app_for(store)
     async with app.run_test(size=SIZE) as pilot:
-        start = time.monotonic()
         detail = await shown(pilot, app, rid)
-        visit = time.monotonic() - start
         text = detail.text
         assert "v10 = f(10)" in text and "v3799 = f(3799)" not in text
         left = content.count("\n") + 1 - PREVIEW_LINES
         assert f"{left} more lines of content not shown" in text and "press m" in text
-        assert visit < 3  # seconds when all of it was rendered as Markdown
+        # The work done, not seconds: only the preview's lines went through Markdown.
         assert detail.virtual_size.height < PREVIEW_LINES + 60
-        start = time.monotonic()
         await pilot.press("m")
         await wait_for(pilot, lambda: detail.raw, what="the raw view")
-        assert time.monotonic() - start < 3
         assert detail.virtual_size.height > 3800  # every line, wrapped when drawn
         last = detail.text.splitlines().index(f"{GUTTER}v3799 = f(3799)")
         detail.scroll_to(y=last, animate=False)

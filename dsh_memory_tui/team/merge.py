@@ -1,123 +1,96 @@
-"""Team memory: ``shared.jsonl`` travels in git, so every clone's records live in one file.
-
-- Whose clone wrote a record (``CloneNames``): its rootId, named by the git author who first
-  committed a line of it when git can tell.
-- The three-way merge by record id that git runs as a merge driver (``merge``, ``merge_file``):
-  never by line, so two branches that both wrote records merge without a conflict.
-- The shared file's own problems that a merge made without the driver leaves (``problems``):
-  conflict markers, and one revision of a record decided two ways.
-- Setting the driver up in the workspace's repository (``install``, ``uninstall``, ``status``).
-
-No I/O on store files but through ``jsonl``; git is run as a process, never parsed from disk.
+"""The three-way merge of a shared file by record id, which git runs as a merge driver
+(``merge``, ``merge_file``): never by line, so two branches that both wrote records merge
+without a conflict. And what a merge made without the driver leaves (``conflict_marker_lines``,
+``split_conflicts``, ``divergences``): ``check`` finds and repairs them.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import sys
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import git
-from .errors import ErrorCode, StoreError
-from .governance import is_erased
-from .governance import tombstone as erase
-from .jsonl import MAX_STORE_BYTES, write_atomic
-from .model import (
+from ..errors import ErrorCode, StoreError
+from ..governance import is_erased
+from ..governance import tombstone as erase
+from ..jsonl import MAX_STORE_BYTES, write_atomic
+from ..model import (
     Location,
     ParsedLine,
     Record,
+    RecordInvalid,
     Status,
     Verification,
     checked,
     conflict_group_for,
     next_revision,
     parse_entries,
+    parse_line,
+    parse_lines,
     sha256_hex,
     slow_entry,
     usual_run,
 )
 
-DRIVER = "dsh-memory"
-SHARED_PATH = ".dsh/workspace-memory/shared.jsonl"  # in the workspace (paths.shared_file)
-
-# ------------------------------------------------------------------ whose clone wrote it
-
-
-def short_root(root_id: str) -> str:
-    """A rootId as people read it: its first 8 hex."""
-    return "clone " + root_id.removeprefix("root:")[:8]
-
-
-class CloneNames:
-    """Who wrote the records of other clones (rootIds) in a shared file: the git author of the
-    first commit that added a line of that rootId, else the rootId's first hex. Asked once per
-    rootId (one ``git log -S``); nothing when the workspace is not in a git repository.
-    """
-
-    def __init__(self, workspace: Path, shared: Path, own_root: str) -> None:
-        self.workspace = workspace
-        self.shared = shared
-        self.own_root = own_root
-        self._names: dict[str, str] = {}
-
-    def label(self, scope_key: str) -> str:
-        """ "" for this clone's records; the author (or the rootId's first hex) otherwise."""
-        if scope_key == self.own_root:
-            return ""
-        name = self._names.get(scope_key)
-        if name is None:
-            author = _first_author(self.workspace, self.shared, scope_key)
-            name = self._names[scope_key] = author or short_root(scope_key)
-        return name
-
-
-def _first_author(workspace: Path, shared: Path, scope_key: str) -> str | None:
-    done = git.text(
-        workspace, "log", "--format=%an", "-S", f'"scopeKey":"{scope_key}"', "--", str(shared)
-    )
-    names = [n for n in (done or "").split("\n") if n.strip()]
-    return names[-1].strip() if names else None  # newest first: the last is who added it
-
-
 # ------------------------------------------------------------------ the merge by record id
 
-_MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
+_OPEN, _BASE, _SPLIT, _CLOSE = b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>"
+
+
+def _marker(line: bytes) -> bytes | None:
+    if line.startswith((_OPEN, _BASE, _CLOSE)):
+        return line[:7]
+    return _SPLIT if line.rstrip(b"\r") == _SPLIT else None
+
+
+def _markers(lines: list[bytes]) -> dict[int, bytes]:
+    """0-based line -> the conflict marker it is. A line inside a record that spans several
+    lines (raw newlines in its strings, which both programs read as one record) is that
+    record's text, never a marker: a line that parses as part of a record is no marker.
+    """
+    found = {i: m for i, line in enumerate(lines) if (m := _marker(line)) is not None}
+    if not found:
+        return {}
+    inside: set[int] = set()
+    for entry in parse_lines(lines, None):
+        if entry.last > entry.first:
+            inside.update(range(entry.first + 1, entry.last + 1))
+    return {i: m for i, m in found.items() if i not in inside}
 
 
 def conflict_marker_lines(data: bytes) -> list[int]:
-    """1-based numbers of the lines git's conflict markers start (a record line never does)."""
-    if not any(m in data for m in (b"<<<<<<<", b">>>>>>>", b"|||||||", b"=======")):
+    """1-based numbers of the lines that are git's conflict markers (never a line of a
+    record, even one whose content holds ``<<<<<<< ours`` on a line of its own).
+    """
+    if not any(m in data for m in (_OPEN, _BASE, _SPLIT, _CLOSE)):
         return []  # the usual file: one scan per marker in C, no loop over lines
-    out = []
-    for n, line in enumerate(data.split(b"\n"), 1):
-        if line.startswith(_MARKERS) or line.rstrip(b"\r") == b"=======":
-            out.append(n)
-    return out
+    return [i + 1 for i in sorted(_markers(data.split(b"\n")))]
 
 
 def split_conflicts(data: bytes) -> tuple[bytes, bytes, bytes]:
     """A file git left with conflict markers, as the three files it merged: (base, ours,
     theirs). Lines outside the markers are in all three; a block's base part (``|||||||``,
-    diff3 style) only in the base, so without one both sides' lines count as added.
+    diff3 style) only in the base, so without one both sides' lines count as added. A record's
+    own lines that look like markers stay in it (``conflict_marker_lines``).
     """
     parts: tuple[list[bytes], list[bytes], list[bytes]] = ([], [], [])
     into: tuple[int, ...] = (0, 1, 2)
-    for line in data.split(b"\n")[: -1 if data.endswith(b"\n") else None]:
-        if line.startswith(b"<<<<<<<"):
+    lines = data.split(b"\n")[: -1 if data.endswith(b"\n") else None]
+    markers = _markers(lines)
+    for i, line in enumerate(lines):
+        marker = markers.get(i)
+        if marker == _OPEN:
             into = (1,)
-        elif line.startswith(b"|||||||"):
+        elif marker == _BASE:
             into = (0,)
-        elif line.rstrip(b"\r") == b"=======":
+        elif marker == _SPLIT:
             into = (2,)
-        elif line.startswith(b">>>>>>>"):
+        elif marker == _CLOSE:
             into = (0, 1, 2)
         else:
-            for i in into:
-                parts[i].append(line)
+            for part in into:
+                parts[part].append(line)
     base, ours, theirs = (b"".join(x + b"\n" for x in part) for part in parts)
     return base, ours, theirs
 
@@ -139,7 +112,7 @@ def _read_side(
     """Parse ``data``; a line whose bytes ``known`` already judged is not parsed again (the
     same bytes in the same file get the same verdict). Returns the side and the new verdicts.
     """
-    from .store.view import gc_paused  # the store imports this module: at call time
+    from ..store.view import gc_paused  # the store imports this module: at call time
 
     side = _Side()
     found: dict[bytes, Record | None] = {}
@@ -336,7 +309,9 @@ def merge(base: bytes, ours: bytes, theirs: bytes, location: Location) -> Merged
     forgotten = [rid for rid, r in _currents(out).items() if r.status is Status.FORGOTTEN]
     both = changed_o & changed_t
     conflicts: list[Conflict] = []
-    settle = both | set(forgotten)
+    # A record only one side added lines of (a compaction on the other, a revert of one) can
+    # have them after the other side's newer ones: its lines are put in revision order too.
+    settle = both | set(forgotten) | out_of_order(r for _, r in out)
     if settle:
         out, conflicts = _settle(out, settle, o.current, t.current, set(forgotten))
     extra = [c.merged for c in conflicts] + [c.rival for c in conflicts if c.rival is not None]
@@ -348,6 +323,54 @@ def merge(base: bytes, ours: bytes, theirs: bytes, location: Location) -> Merged
             "compact one side (dsh-memory compact --scope shared-project) and merge again",
         )
     return Merged(data, conflicts, sorted(forgotten))
+
+
+def out_of_order(records: Iterable[Record | None]) -> set[str]:
+    """Ids of ``records`` (a file's lines in order) whose lines are not in revision order: a
+    line of a lower revision after one of a higher (the host would show the older one).
+    """
+    newest: dict[str, int] = {}
+    late: set[str] = set()
+    for r in records:
+        if r is None:
+            continue
+        revision = r.governance.revision
+        top = newest.get(r.id)
+        if top is None or revision > top:
+            newest[r.id] = revision
+        elif revision < top:
+            late.add(r.id)
+    return late
+
+
+def order_lines(
+    lines: list[tuple[bytes, Record | None]], ids: set[str]
+) -> list[tuple[bytes, Record | None]]:
+    """``lines`` with each record of ``ids`` in revision order: its lines keep the places they
+    hold in the file, filled in the order of (revision, updatedAt, bytes), the same whatever
+    the order they came in (``check --repair`` of a file a merge left out of order).
+    """
+    slots: dict[str, list[int]] = {}
+    for i, (_, record) in enumerate(lines):
+        if record is not None and record.id in ids:
+            slots.setdefault(record.id, []).append(i)
+    out = list(lines)
+    for where in slots.values():
+        ranked = sorted((lines[i] for i in where), key=lambda x: _line_order(x[1], x[0]))  # type: ignore[arg-type]
+        for i, line in zip(where, ranked, strict=True):
+            out[i] = line
+    return out
+
+
+def in_revision_order(data: bytes, location: Location) -> bytes | None:
+    """``data`` with every record's lines in revision order (``order_lines``), or None when
+    they are already. Other lines stay byte for byte, in their places.
+    """
+    side, _ = _read_side(data, location, {})
+    late = out_of_order(r for _, r in side.entries)
+    if not late:
+        return None
+    return b"".join(raw + b"\n" for raw, _ in order_lines(side.entries, late))
 
 
 def _changed_ids(side: _Side, base: _Side) -> set[str]:
@@ -422,22 +445,61 @@ def _settle(
     return result, conflicts
 
 
+# An input larger than this is refused before it is read: the result must fit the host's 8 MiB,
+# and a side can only be this much larger when the other side compacted most of it away.
+MAX_SIDE_BYTES = 4 * MAX_STORE_BYTES
+
+
 def merge_file(base: Path, ours: Path, theirs: Path, location: Location) -> Merged:
     """git's merge driver (``%O %A %B``): the merge of the three files, written over ``ours``
     in one atomic replace, or ``StoreError`` with ``ours`` untouched (git then shows an
-    ordinary conflict). ``READ_FAILED`` for an input that cannot be read.
+    ordinary conflict). ``READ_FAILED`` for an input that cannot be read, ``STORE_TOO_LARGE``
+    for one over ``MAX_SIDE_BYTES`` (refused by its size, unread), ``INVALID_RECORD`` when a
+    side is not a memory store (text that holds no record: the attribute names a wrong file).
     """
     sides = []
     for path in (base, ours, theirs):
         try:
+            size = path.stat().st_size
+            if size > MAX_SIDE_BYTES:
+                raise StoreError(
+                    ErrorCode.STORE_TOO_LARGE,
+                    f"{path} is {size / 1048576:.0f} MiB, over the {MAX_SIDE_BYTES >> 20} MiB a "
+                    "side of a shared file can be: not read",
+                )
             sides.append(path.read_bytes())
         except OSError as exc:
             raise StoreError(
                 ErrorCode.READ_FAILED, f"cannot read {path}: {exc.strerror or exc}"
             ) from None
+    for path, data in zip((base, ours, theirs), sides, strict=True):
+        if not is_memory_store(data):
+            raise StoreError(
+                ErrorCode.INVALID_RECORD,
+                f"{path} is not a memory store (no line of it is a record): git's own "
+                "conflict is left for this file",
+            )
     merged = merge(sides[0], sides[1], sides[2], location)
     write_atomic(ours, merged.data)
     return merged
+
+
+def is_memory_store(data: bytes) -> bool:
+    """Empty (blank), or holding at least one line both programs read as a record (ours,
+    another clone's, a newer schema's): a text file, or JSON lines of anything else, is not.
+    """
+    if not data.strip():
+        return True
+    lines = data.split(b"\n")
+    for line in lines:
+        if line.lstrip()[:1] != b"{":
+            continue
+        try:
+            parse_line(line, None)
+            return True
+        except RecordInvalid:
+            continue
+    return any(not isinstance(e.result, RecordInvalid) for e in parse_lines(lines, None))
 
 
 # ------------------------------------------------------------------ problems git leaves
@@ -463,121 +525,3 @@ def divergences(versions: Mapping[str, list[Record]]) -> list[Divergence]:
         if len({_decision(r) for r in newest}) > 1:
             out.append(Divergence(rid, top, newest))
     return out
-
-
-# ------------------------------------------------------------------ git set-up
-
-
-@dataclass(frozen=True, slots=True)
-class GitStatus:
-    """Whether the workspace's repository merges the shared file with our driver."""
-
-    repository: Path | None
-    attribute: bool  # .gitattributes gives the shared file merge=dsh-memory
-    driver: str | None  # merge.dsh-memory.driver in the repository's config
-    runnable: bool  # that driver's program exists
-
-    @property
-    def installed(self) -> bool:
-        return self.attribute and self.driver is not None and self.runnable
-
-    def summary(self) -> str:
-        if self.repository is None:
-            return "not in a git repository"
-        if self.installed:
-            return "git merges shared.jsonl by record id"
-        missing = []
-        if not self.attribute:
-            missing.append(".gitattributes")
-        if self.driver is None:
-            missing.append("the driver in the repository's config")
-        elif not self.runnable:
-            missing.append("a driver program that exists")
-        return "git merge driver not set up (" + ", ".join(missing) + "): dsh-memory git install"
-
-
-def driver_command() -> str:
-    """The driver as git runs it: this Python, by its absolute path, so git finds it even when
-    dsh-memory is not on git's PATH.
-    """
-    return f"{shlex.quote(sys.executable)} -m dsh_memory_tui.cli merge-file %O %A %B %P"
-
-
-def _repository(workspace: Path) -> Path | None:
-    return git.toplevel(workspace)
-
-
-def _attribute_line(top: Path, workspace: Path) -> str:
-    rel = os.path.relpath(workspace / SHARED_PATH, top)
-    return f"/{Path(rel).as_posix()} merge={DRIVER}"
-
-
-def status(workspace: Path) -> GitStatus:
-    top = _repository(workspace)
-    if top is None:
-        return GitStatus(None, False, None, False)
-    shared = workspace / SHARED_PATH
-    attr = git.text(top, "check-attr", "merge", "--", os.path.relpath(shared, top))
-    attribute = attr is not None and attr.endswith(f": merge: {DRIVER}")
-    driver = git.text(top, "config", "--get", f"merge.{DRIVER}.driver")
-    runnable = False
-    if driver:
-        try:
-            program = shlex.split(driver)[0]
-        except ValueError:
-            program = ""
-        runnable = bool(program) and os.access(program, os.X_OK)
-    return GitStatus(top, attribute, driver or None, runnable)
-
-
-def install(workspace: Path) -> GitStatus:
-    """Set the driver up: the shared file's line in the repository's ``.gitattributes``
-    (added once) and ``merge.dsh-memory.*`` in its config. ``GIT_FAILED`` outside a
-    repository.
-    """
-    top = _repository(workspace)
-    if top is None:
-        raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
-    attributes = top / ".gitattributes"
-    line = _attribute_line(top, workspace)
-    text = _read_text(attributes)
-    if line not in text.splitlines():
-        sep = "" if not text or text.endswith("\n") else "\n"
-        _write_attributes(attributes, text + sep + line + "\n")
-    git.run(top, "config", f"merge.{DRIVER}.name", "dsh-memory: shared memory by record id")
-    git.run(top, "config", f"merge.{DRIVER}.driver", driver_command())
-    return status(workspace)
-
-
-def uninstall(workspace: Path) -> GitStatus:
-    """Undo ``install``: our line out of ``.gitattributes``, our section out of the config."""
-    top = _repository(workspace)
-    if top is None:
-        raise StoreError(ErrorCode.GIT_FAILED, f"{workspace} is not in a git repository")
-    attributes = top / ".gitattributes"
-    text = _read_text(attributes)
-    line = _attribute_line(top, workspace)
-    kept = [x for x in text.splitlines() if x != line]
-    if len(kept) != len(text.splitlines()):
-        _write_attributes(attributes, "".join(x + "\n" for x in kept))
-    git.attempt(top, "config", "--remove-section", f"merge.{DRIVER}")  # absent: nothing to do
-    return status(workspace)
-
-
-def _write_attributes(path: Path, text: str) -> None:
-    """``.gitattributes`` replaced atomically, readable as a checked-out file is (0644, not
-    the store's 0600: it is the project's, committed and read by every tool)."""
-    write_atomic(path, os.fsencode(text))  # a path that is not UTF-8: its own bytes, as git
-    try:
-        os.chmod(path, 0o644)
-    except OSError as exc:
-        raise StoreError(ErrorCode.WRITE_FAILED, f"cannot set the mode of {path}: {exc}") from None
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return os.fsdecode(path.read_bytes())  # git's patterns are bytes: any of them kept
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StoreError(ErrorCode.READ_FAILED, f"cannot read {path}: {exc}") from None
