@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
+from textual.widget import Widget
+from textual.widgets import Button, Input, TextArea
 
 from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.agent import AgentScreen
@@ -34,6 +36,7 @@ from dsh_memory_tui.app.screens.main import MainScreen
 from dsh_memory_tui.app.screens.merge import MergeForm, NearDuplicateScreen
 from dsh_memory_tui.app.screens.modal import Palette
 from dsh_memory_tui.app.screens.source_diff import SourceDiffScreen
+from dsh_memory_tui.app.widgets.record_table import RecordTable
 from dsh_memory_tui.audit import AuditLog, export_entry, served_entry
 from dsh_memory_tui.bundle import export_bundle
 from dsh_memory_tui.model import SourceRef
@@ -152,6 +155,39 @@ def make(home: Path, ws: Path) -> MemoryApp:
     return MemoryApp(open_store(home, ws), watch=False)
 
 
+# ------------------------------------------------------------------ what is drawn
+
+
+def scrolled_into(widget: Widget) -> Region | None:
+    """Where the nearest ancestor that scrolls shows its content (a button inside it may be
+    scrolled out of view: scrolling brings it back), or None."""
+    for node in widget.ancestors:
+        if not isinstance(node, Widget):
+            continue
+        if node.allow_vertical_scroll or node.allow_horizontal_scroll:
+            return node.scrollable_content_region
+    return None
+
+
+def covered_cell_by_cell(app: MemoryApp, button: Button) -> list[str]:
+    """Each cell of ``button`` that is off the screen or where something else is drawn (a
+    cell its scrolling container does not show counts only for the focused button)."""
+    region, screen = button.region, app.screen.region
+    shown = None if button.has_focus else scrolled_into(button)
+    wrong = []
+    for y in range(region.y, region.bottom):
+        for x in range(region.x, region.right):
+            if shown is not None and not shown.contains(x, y):
+                continue
+            if not screen.contains(x, y):
+                wrong.append(f"({x},{y}) off the screen")
+                continue
+            top: Widget = app.screen.get_widget_at(x, y)[0]
+            if top is not button and button not in top.ancestors:
+                wrong.append(f"({x},{y}) is {top!r}")
+    return wrong
+
+
 # ------------------------------------------------------------------ opening each screen
 
 Opener = Callable[[Pilot, MemoryApp, Ids], Awaitable[None]]
@@ -160,7 +196,13 @@ Opener = Callable[[Pilot, MemoryApp, Ids], Awaitable[None]]
 async def loaded(pilot: Pilot, app: MemoryApp) -> None:
     # The 12 long ones, the two versions, the near-duplicate pair, the shared proposal, and
     # the verified record whose cited code changed (once the citation check has run).
-    await wait_for(pilot, lambda: app.pane("review").table.row_count == 18, what="the store")
+    await wait_for(pilot, lambda: review_rows(app) == 18, what="the store")
+
+
+def review_rows(app: MemoryApp) -> int | None:
+    """The Review tab's rows, None before the main screen has composed it."""
+    tables = app.pane("review").query(RecordTable)
+    return tables.first().row_count if tables else None
 
 
 async def on(pilot: Pilot, app: MemoryApp, tab: str, record_id: str) -> None:

@@ -10,12 +10,9 @@ import inspect
 from pathlib import Path
 
 import pytest
-from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widget import Widget
 from textual.widgets import Button
 
-from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens import (
     agent,
     audit,
@@ -29,7 +26,7 @@ from dsh_memory_tui.app.screens import (
 )
 
 from . import every_screen
-from .every_screen import SCREENS, Ids, build, loaded, make, still_cursor
+from .every_screen import SCREENS, Ids, build, covered_cell_by_cell, loaded, make, still_cursor
 from .test_layout import SMALL, displayed
 
 MODULES = (agent, audit, bundles, conflict, dialogs, form, merge, modal, source_diff)
@@ -39,36 +36,6 @@ MODULES = (agent, audit, bundles, conflict, dialogs, form, merge, modal, source_
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Ids]:
     monkeypatch.setenv("HOME", str(tmp_path))  # paths under it show as ~/..., the same each run
     return build(tmp_path)
-
-
-def scrolled_into(widget: Widget) -> Region | None:
-    """Where the nearest ancestor that scrolls shows its content (a button inside it may be
-    scrolled out of view: scrolling brings it back), or None."""
-    for node in widget.ancestors:
-        if not isinstance(node, Widget):
-            continue
-        if node.allow_vertical_scroll or node.allow_horizontal_scroll:
-            return node.scrollable_content_region
-    return None
-
-
-def covered_cell_by_cell(app: MemoryApp, button: Button) -> list[str]:
-    """Each cell of ``button`` that is off the screen or where something else is drawn (a
-    cell its scrolling container does not show counts only for the focused button)."""
-    region, screen = button.region, app.screen.region
-    shown = None if button.has_focus else scrolled_into(button)
-    wrong = []
-    for y in range(region.y, region.bottom):
-        for x in range(region.x, region.right):
-            if shown is not None and not shown.contains(x, y):
-                continue
-            if not screen.contains(x, y):
-                wrong.append(f"({x},{y}) off the screen")
-                continue
-            top: Widget = app.screen.get_widget_at(x, y)[0]
-            if top is not button and button not in top.ancestors:
-                wrong.append(f"({x},{y}) is {top!r}")
-    return wrong
 
 
 def test_every_modal_screen_is_listed():
@@ -100,11 +67,7 @@ async def test_at_80x24_every_button_is_drawn_whole(store, name: str) -> None:
             assert covered_cell_by_cell(app, button) == [], button
 
 
-# These name a store file by its whole path (a temporary directory's): not yet the same each run.
-NAME_A_PATH = {"forget question", "compact question", "adopt question"}
-
-
-@pytest.mark.parametrize("name", [n for n in SCREENS if n not in NAME_A_PATH])
+@pytest.mark.parametrize("name", list(SCREENS))
 def test_at_80x24_every_screen_looks_as_it_did(snap_compare, store, name: str) -> None:
     home, ws, ids = store
     app = make(home, ws)
