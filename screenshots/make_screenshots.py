@@ -188,12 +188,14 @@ async def shoot(out: Path) -> None:
         root = Path(tmp)
         os.environ["HOME"] = str(root)  # what the app shows under it reads "~/..."
         shutil.copy(BUNDLE, root / BUNDLE.name)
-        demo = build_demo(root / "demo")
-        cite_code_that_then_changes(demo)
         big = build_demo(root / "big")
         pad_past_cap(big.workspace)
-        scenarios = ((demo, review_and_history), (demo, diff_and_unsaved), (big, read_only))
         for suffix, size in SIZES.items():
+            # A new demo for each size: a picture's writes (d records the stale transition,
+            # and the first write quarantines the demo's corrupt line) change the next's.
+            demo = build_demo(root / f"demo{suffix}")
+            cite_code_that_then_changes(demo)
+            scenarios = ((demo, review_and_history), (demo, diff_and_unsaved), (big, read_only))
             for where, scenario in scenarios:
                 app = open_app(where)
                 async with app.run_test(size=size) as pilot:
