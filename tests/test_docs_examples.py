@@ -66,9 +66,9 @@ SKIPPED = {
     ("docs/bundles.md", "python tests/benchmarks/bench_bundle.py"): "a benchmark",
     (
         "docs/mcp.md",
-        "pip install 'mcp>=2.3,<3'",
-    ): "installs a package and starts the MCP server on stdio (tests/test_mcp.py runs it with "
-    "the real client)",
+        "dsh-memory mcp [--session ID]",
+    ): "a synopsis; the server it starts talks on stdio (tests/test_mcp.py runs it with the "
+    "real client)",
     ("docs/mcp.md", "dsh-memory payload [--session ID]"): "a synopsis, not a command",
     ("docs/reliability.md", "python -m pytest -q tests/reliability"): "runs a part of the suite",
     (
@@ -79,6 +79,8 @@ SKIPPED = {
     ("docs/store.md", "python tests/benchmarks/bench_store.py"): "a benchmark",
     ("docs/team.md", "#!/bin/sh"): "a hook's body: git runs it before a commit "
     "(tests/test_team_git.py commits through such hooks)",
+    ("docs/team.md", "set -o pipefail"): "the CI gate's step, which tests/test_team_ci.py runs "
+    "(its <!-- ci-gate --> marker) against a repository with a pull request's history",
 }
 
 
