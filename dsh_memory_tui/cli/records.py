@@ -155,9 +155,9 @@ def _has_a_source(args: argparse.Namespace) -> None:
     "an agent proposal",
     _NEW_RECORD,
     arg("--source-ref", type=source_ref_type, action="append", default=[], metavar="KIND:ID"),
-    check=_has_a_source,
 )
 def cmd_propose(store: MemoryStore, args: argparse.Namespace) -> int:
+    _has_a_source(args)  # after the settings are checked, as every command's refusals
     result = store.propose(
         args.scope,
         args.type,
