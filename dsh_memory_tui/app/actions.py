@@ -243,6 +243,14 @@ def _pinnable(records: Sequence[Record], here: Here) -> Refusal | None:
     return _governed(governed, chosen, here.now)
 
 
+def _reverifiable(records: Sequence[Record], here: Here) -> Refusal | None:
+    """The host's reverify (a stale record), or a verified record whose cited code changed:
+    re-verify re-anchors its citations (``reverify_citations``)."""
+    if any(r.id in here.rereview for r in records):
+        return None
+    return _governed(Action.REVERIFY, records, here.now)
+
+
 def _cites_a_file(records: Sequence[Record], here: Here) -> Refusal | None:
     if any(r.kind == "file" for r in records[0].governance.sourceRefs):
         return None
@@ -388,9 +396,9 @@ ACTIONS: list[AppAction] = [
         Name.REVERIFY,
         "R",
         "Reverify",
-        "re-verify a stale record (edited or expired since)",
-        Action.REVERIFY,
-        None,
+        "re-verify a stale record, or one whose cited code changed",
+        None,  # the host's reverify, or a verified record's citations (_reverifiable)
+        _reverifiable,
     ),
     _transition(
         Name.PIN,

@@ -22,7 +22,7 @@ from .command import (
     session_of,
     source_ref_type,
 )
-from .printing import clone_names, dump, print_record, print_records, written
+from .printing import clone_names, dump, print_record, print_records, symbol_hints, written
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -134,6 +134,7 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
         confirm_shared=args.yes_shared,
         citations=args.cite,
     )
+    symbol_hints(store, args.cite)
     return written(
         result.id, None if result.written else "an identical record exists; nothing written"
     )
@@ -169,6 +170,7 @@ def cmd_propose(store: MemoryStore, args: argparse.Namespace) -> int:
         confirm_shared=args.yes_shared,
         citations=args.cite,
     )
+    symbol_hints(store, args.cite)
     return written(
         result.id, None if result.written else "an identical record exists; nothing written"
     )
@@ -204,6 +206,7 @@ def cmd_edit(store: MemoryStore, args: argparse.Namespace) -> int:
         citations=args.cite,
         confirm_shared=args.yes_shared,
     )
+    symbol_hints(store, args.cite)
     return written(record.id, f"revision {record.governance.revision}")
 
 

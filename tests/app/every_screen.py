@@ -35,7 +35,7 @@ from dsh_memory_tui.app.screens.form import RecordForm
 from dsh_memory_tui.app.screens.main import MainScreen
 from dsh_memory_tui.app.screens.merge import MergeForm, NearDuplicateScreen
 from dsh_memory_tui.app.screens.modal import Palette
-from dsh_memory_tui.app.screens.source_diff import SourceDiffScreen
+from dsh_memory_tui.app.screens.source_diff import CitationLinesDialog, SourceDiffScreen
 from dsh_memory_tui.app.widgets.record_table import RecordTable
 from dsh_memory_tui.audit import AuditLog, export_entry, served_entry
 from dsh_memory_tui.bundle import export_bundle
@@ -345,6 +345,13 @@ async def diff_view(pilot: Pilot, app: MemoryApp, ids: Ids) -> None:
     await shows(pilot, app, SourceDiffScreen, "d")
 
 
+async def citation_lines(pilot: Pilot, app: MemoryApp, ids: Ids) -> None:
+    """R in the diff view when the cited text is nowhere in its file any more."""
+    await diff_view(pilot, app, ids)
+    (app.store.paths.workspace / "src" / "net.py").write_text("rewritten\n" * 5)
+    await shows(pilot, app, CitationLinesDialog, "R")
+
+
 async def palette(pilot: Pilot, app: MemoryApp, ids: Ids) -> None:
     await shows(pilot, app, Palette, "ctrl+p")
 
@@ -398,5 +405,6 @@ SCREENS: dict[str, Entry] = {
     "agent view": Entry(agent_view, AgentScreen),
     "audit view": Entry(audit_view, AuditScreen),
     "diff view": Entry(diff_view, SourceDiffScreen),
+    "where is the cited text now": Entry(citation_lines, CitationLinesDialog),
     "command palette": Entry(palette, Palette),
 }

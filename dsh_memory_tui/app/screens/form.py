@@ -214,7 +214,10 @@ class RecordForm(FormScreen[str | None]):
     RecordForm .merge-diff { height: auto; max-height: 12; overflow-y: auto; }
     """
 
-    BINDINGS = [Binding("ctrl+s", "save", "Save", priority=True)]
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("ctrl+y", "cite_symbols", "Cite symbols", priority=True),
+    ]
     AUTO_FOCUS = "#title"
 
     def __init__(
@@ -224,8 +227,11 @@ class RecordForm(FormScreen[str | None]):
         scopes: Sequence[Scope],
         default_scope: Scope,
         save: Saver,
+        symbol_for: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
+        # PATH:START-END -> PATH#SYMBOL when the lines lie inside one function or class.
+        self.symbol_for = symbol_for
         self.record = record
         self.scopes = list(scopes)
         self.default_scope = default_scope
@@ -288,7 +294,8 @@ class RecordForm(FormScreen[str | None]):
                 yield OrderedInput(shown["tags"], id="tags", select_on_focus=False)
                 yield Static("", id="tags-error", classes="field-error", markup=False)
                 yield Label(
-                    "Citations (workspace files it rests on: PATH or PATH:START-END)",
+                    "Citations (the code it rests on: PATH, PATH:START-END or PATH#SYMBOL; "
+                    "ctrl+y: lines inside one function or class cite it instead)",
                     classes="field-label",
                 )
                 yield OrderedInput(
@@ -298,6 +305,7 @@ class RecordForm(FormScreen[str | None]):
                     select_on_focus=False,
                 )
                 yield Static("", id="citations-error", classes="field-error", markup=False)
+                yield Static("", id="citations-note", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -383,6 +391,26 @@ class RecordForm(FormScreen[str | None]):
             if name not in errors:
                 label.update("")
                 label.remove_class("visible")
+
+    def action_cite_symbols(self) -> None:
+        """Each line range of the citations that lies inside one function or class becomes
+        that symbol (it follows the code when it moves); the note under the box says how
+        many, or that none does."""
+        box = self.query_one("#citations", Input)
+        cites = parse_citations(box.value)
+        symbol_for = self.symbol_for
+        offered = [symbol_for(c) if symbol_for is not None else None for c in cites]
+        count = sum(o is not None for o in offered)
+        note = self.query_one("#citations-note", Static)
+        if not count:
+            note.update("No line range here lies inside one function or class.")
+            return
+        box.value = ", ".join(o or c for c, o in zip(cites, offered, strict=True))
+        note.update(
+            f"{count} line range{'s' if count != 1 else ''} now cite"
+            f"{'s' if count == 1 else ''} the function or class holding "
+            f"{'them' if count != 1 else 'it'}: it follows the code when it moves."
+        )
 
     # ------------------------------------------------------------------ saving
 
