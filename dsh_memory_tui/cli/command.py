@@ -232,6 +232,11 @@ class CommandParser(UsageParser):
         self._fill()
         return super().parse_known_args(*args, **kwargs)
 
+    def knows(self, flag: str) -> bool:
+        """Whether ``flag`` (``--reason`` or ``--reason=R``) is one of this command's options."""
+        self._fill()
+        return flag.split("=", 1)[0] in self._option_string_actions
+
     def format_usage(self) -> str:
         self._fill()
         return super().format_usage()

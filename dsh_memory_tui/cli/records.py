@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..host_rules import Scope
+from ..errors import ErrorCode, StoreError
+from ..host_rules import SOURCE_REF_KINDS, Scope
 from ..present import json_for_terminal, record_facts, visible
 from ..usage import UsageError
 from .command import (
@@ -139,6 +140,17 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
     )
 
 
+def _has_a_source(args: argparse.Namespace) -> None:
+    """The host's rule for a proposal, with the flags that meet it (INVALID_RECORD)."""
+    if not (args.source_ref or args.cite or args.session):
+        raise StoreError(
+            ErrorCode.INVALID_RECORD,
+            "Non-user Memory requires a source reference: say where it came from "
+            f"(--source-ref KIND:ID, KIND one of {', '.join(SOURCE_REF_KINDS)}), cite the "
+            "code it rests on (--cite PATH[:START-END]) or name its session (--session ID)",
+        )
+
+
 @command(
     "propose",
     "an agent proposal",
@@ -146,6 +158,7 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
     arg("--source-ref", type=source_ref_type, action="append", default=[], metavar="KIND:ID"),
 )
 def cmd_propose(store: MemoryStore, args: argparse.Namespace) -> int:
+    _has_a_source(args)  # after the settings are checked, as every command's refusals
     result = store.propose(
         args.scope,
         args.type,

@@ -173,7 +173,7 @@ CASES = [
         NearDuplicateScreen,
         "← Previous → Next esc Cancel K Keep this one M Merge",
     ),
-    Case("merge form", _merge_form, MergeForm, "^s Merge esc Cancel"),
+    Case("merge form", _merge_form, MergeForm, "esc Cancel ^s Merge"),
     Case(
         "source diff", _cited, SourceDiffScreen, "R Re-verify e Edit a Archive f Forget esc Close"
     ),

@@ -44,6 +44,7 @@ from ..actions import (
     refusal,
 )
 from ..host import RecordsChanged
+from ..labels import home_path
 from ..panes import TABS
 from ..review import status_text
 from ..source_review import SourceReview
@@ -491,8 +492,8 @@ class MainScreen(Screen[None]):
                 ConfirmDialog(
                     "Forget this record?",
                     f"“{record.title}”\nIts title, content and tags are erased from "
-                    f"{self.host.shown.files[record.id].path} and its backup, for good. Other "
-                    "records keep their history.\n" + "\n".join(receipt),
+                    f"{home_path(self.host.shown.files[record.id].path)} and its backup, for "
+                    "good. Other records keep their history.\n" + "\n".join(receipt),
                     "Forget",
                     danger=True,
                 ),

@@ -70,6 +70,8 @@ class SourceDiffScreen(Modal[str | None]):
     }
     SourceDiffScreen #diff { height: 1fr; }
     SourceDiffScreen #legend { height: auto; color: $text-muted; }
+    /* Five buttons in a row: each as wide as its label, so Close stays in view at 80x24. */
+    SourceDiffScreen .dialog-buttons Button { min-width: 0; }
     """
 
     BINDINGS = [
