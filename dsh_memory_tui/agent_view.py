@@ -146,7 +146,9 @@ def budget_bytes(value: object = None) -> int:
     if number < MIN_BUDGET_BYTES:
         raise StoreError(
             ErrorCode.USAGE,
-            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES}",
+            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES} "
+            f"(room for the heading and the line naming what was cut; the default is "
+            f"{DEFAULT_BUDGET_BYTES})",
         )
     return number
 
@@ -378,16 +380,21 @@ def _ranked(
     records: list[Record] = []
     held: list[Record] = []  # verified once, withheld until a person here decides again
     broken = withheld_ids(store, files)
-    for view in _views(store, files):
-        served, waiting = cache.served(view, at) if cache is not None else kept(view, at)
-        # Citations are checked at each request (a stat per cited file): code changes
-        # without any line of the store changing.
-        with store.sources.batch():
-            for r in served:
-                if wanted_type is None or r.type is wanted_type:
-                    ok = r.id not in broken and store.sources.holds(r)
-                    (records if ok else held).append(r)
-        held.extend(r for r in waiting if wanted_type is None or r.type is wanted_type)
+    with store.sources.batch():  # one stat per cited file for the whole request
+        for view in _views(store, files):
+            served, waiting = cache.served(view, at) if cache is not None else kept(view, at)
+            if wanted_type is not None or broken:  # else the cache's own list (holding's memo)
+                served = [r for r in served if wanted_type is None or r.type is wanted_type]
+                held.extend(r for r in served if r.id in broken)
+                served = [r for r in served if r.id not in broken]
+            # Citations are checked at each request (a stat per cited file): code changes
+            # without any line of the store changing.
+            holding = store.sources.holding(served)
+            records.extend(holding)
+            if len(holding) < len(served):
+                ok = {r.id for r in holding}
+                held.extend(r for r in served if r.id not in ok)
+            held.extend(r for r in waiting if wanted_type is None or r.type is wanted_type)
     keyed: list[tuple[tuple[int | bool, ...], Record]]
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).
