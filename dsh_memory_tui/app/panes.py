@@ -359,6 +359,9 @@ class RecordPane(Vertical):
         # Whether a record's cited code changed (the app's CitationStates), checked in a worker.
         self.rereview = rereview
         self.records: dict[str, Record] = {}
+        # The newest updatedAt of this tab's records (a record joining newer goes on top, any
+        # other renders the rows again; a removal leaves it, which errs that way).
+        self._newest = 0
         # id -> (record, (in an open conflict, risky, cited code changed, its reasons), its
         # row): a row is built once per record state.
         self._rows: dict[str, tuple[Record, tuple[object, ...], Row]] = {}
@@ -462,6 +465,7 @@ class RecordPane(Vertical):
         if self.queue is not None:
             self.queue.reset()  # asked again of every record below
         self.records = {r.id: r for r in records if self.belongs(r)}
+        self._newest = max((r.updatedAt for r in self.records.values()), default=0)
         self._rows = {k: v for k, v in self._rows.items() if k in self.records}
         self._texts = {k: v for k, v in self._texts.items() if k in self.records}
         self._order = self._shown = self._all_rows = None
@@ -573,13 +577,17 @@ class RecordPane(Vertical):
                         self.table.remove_row(r.id)
                 continue
             self.records[r.id] = r
+            newest, self._newest = self._newest, max(self._newest, r.updatedAt)
             if not known:
                 added.append(r.id)
             if regroup:
                 continue
             if self.filter and not self._matches(r):
                 self.table.remove_row(r.id)
-            elif self.grouped:
+            elif self.grouped or (not known and r.updatedAt <= newest):
+                # A record no newer than the top one: it joined for a fact of its own (its
+                # cited code changed, its expiry passed) or ties in time, and a render places
+                # it as a load's order would, whenever it lands (the pictures stay the same).
                 regroup = True
             else:
                 self.table.upsert(self._row(r), 0 if not known else None)

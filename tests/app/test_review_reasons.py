@@ -147,6 +147,28 @@ async def test_every_reason_of_one_store_is_a_row_saying_it_as_dsh_memory_queue_
     assert set(queue_json(home, ws)) == set(expected) | {later}
 
 
+async def test_an_older_record_joining_for_its_changed_code_takes_its_place_not_the_top(
+    tmp_path: Path,
+):
+    home, ws = workspace(tmp_path)
+    ticks = iter(range(1_800_000_000_000, 1_900_000_000_000, 1_000))
+    store = MemoryStore.open(home, ws, "alice", clock=lambda: next(ticks))
+    cited = store.create("project", "fact", "Line 3", "says line 3", citations=["app.py:3-3"]).id
+    store.verify(cited)
+    ref = [SourceRef(kind="session", id="s1")]
+    newer = [
+        store.propose("project", "fact", f"Fact {n}", f"x{n}", source_refs=ref).id for n in (1, 2)
+    ]
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.source_review.states.checked, what="a first check")
+        await wait_for(pilot, lambda: table_keys(app, "review") == newer[::-1], what="the load")
+        code = ws / "app.py"
+        code.write_text(code.read_text().replace("line 3", "line three"))
+        await wait_for(pilot, lambda: cited in table_keys(app, "review"), what="the change")
+        assert table_keys(app, "review") == [*newer[::-1], cited]  # newest first, as on a load
+
+
 async def test_a_record_whose_expiry_passes_while_the_app_is_open_joins(
     tmp_path: Path, monkeypatch
 ):
