@@ -27,7 +27,6 @@ import contextlib
 import json
 import logging
 import os
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ErrorCode, StoreError
-from .jsonl import _io_error, _open_private, _write_all, check_dirs, check_path, ensure_dir
+from .jsonl import (
+    TailReader,
+    _io_error,
+    _open_private,
+    _write_all,
+    check_dirs,
+    check_path,
+    ensure_dir,
+)
+from .lock import HostLock
 from .model import Record, now_ms
 from .present import relative, visible, when
 
@@ -47,7 +55,6 @@ MAX_BYTES_ENV = "DSH_AUDIT_MAX_BYTES"
 AUDIT_ENV = "DSH_AUDIT"  # "off": dsh-memory mcp writes no entries (it says so at its start)
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 KEEP = 3  # rotated files kept: audit.1.jsonl (newest) ... audit.3.jsonl
-STALE_LOCK_S = 60  # a rotation lock this old was left by a process that died
 SERVED = "served"
 EXPORTED = "exported"
 
@@ -188,44 +195,34 @@ class AuditLog:
             self._rotate()
 
     def _rotate(self) -> None:
-        """Shift the files up by one (dropping the oldest) under ``audit.jsonl.lock``; another
-        process holding it is rotating already, so this one leaves it.
+        """Shift the files up by one (dropping the oldest) under ``audit.jsonl.lock``, taken
+        the one way locks are (``lock.HostLock``: a lock 60 s old is broken), without waiting:
+        another process holding it is rotating already, so this one leaves it.
         """
-        lock = self.dir / f"{AUDIT_FILE}.lock"
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            with contextlib.suppress(OSError):
-                if time.time() - os.lstat(lock).st_mtime >= STALE_LOCK_S:
-                    os.unlink(lock)  # its rotator died; the next append rotates
-            return
+            with HostLock(self.dir / f"{AUDIT_FILE}.lock", timeout_s=0).held():
+                if os.lstat(self.path).st_size <= self.max_bytes:
+                    return  # another process rotated it between our append and our lock
+                for n in range(KEEP, 0, -1):
+                    older = self.path if n == 1 else self.rotated(n - 1)
+                    check_path(older)
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(older, self.rotated(n))
+        except StoreError as exc:
+            if exc.code != ErrorCode.LOCK_TIMEOUT:  # not another rotator: say why
+                log.warning("audit log not rotated: %s", exc)
         except OSError as exc:
-            log.warning("audit log not rotated: %s", _io_error(lock, "locking", exc))
-            return
-        try:
-            os.write(fd, f"{os.getpid()}\n".encode())
-            if os.lstat(self.path).st_size <= self.max_bytes:
-                return  # another process rotated it between our append and our lock
-            for n in range(KEEP, 0, -1):
-                older = self.path if n == 1 else self.rotated(n - 1)
-                check_path(older)
-                with contextlib.suppress(FileNotFoundError):
-                    os.replace(older, self.rotated(n))
-        except (OSError, StoreError) as exc:
-            log.warning("audit log not rotated: %s", exc)
-        finally:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(lock)
+            log.warning("audit log not rotated: %s", _io_error(self.path, "rotating", exc))
 
     # ------------------------------------------------------------------- reading
 
-    def read(self) -> AuditRead:
-        """Every entry of every file, oldest first; lines that are not an entry are counted."""
+    def read(self, files: Sequence[Path] | None = None) -> AuditRead:
+        """Every entry of ``files`` (default: every file of the log), oldest first; lines that
+        are not an entry are counted. ``UNSAFE_PATH`` for a link, READ_FAILED."""
         out = AuditRead()
         if not check_dirs_quietly(self.dir, self.home):
             return out
-        for path in self.files():
+        for path in self.files() if files is None else files:
             try:
                 if not check_path(path):
                     continue
@@ -413,44 +410,51 @@ def trails(entries: Iterable[dict[str, Any]]) -> dict[str, Trail]:
     return out
 
 
+@dataclass
+class AuditNews:
+    """What an ``AuditIndex`` read found: the entries appended since its last read, or, on its
+    first read and after a rotation (``reset``), every entry of every file."""
+
+    reset: bool
+    entries: list[dict[str, Any]]
+
+
 class AuditIndex:
     """Each record's trail, kept current by reading only what was appended to the log since
-    the last ``refresh`` (one ``stat`` when nothing was); a rotation reads it all again.
-    The app's detail pane asks it on every record it shows.
+    the last read (``jsonl.TailReader``, which refuses links: one ``stat`` when nothing was);
+    a rotation reads every file again. The read (``read_new``: the I/O, in the app's worker)
+    and the trails' update (``take``: none) are apart, so the detail pane never waits for the
+    disk. ``refresh`` does both.
     """
 
     def __init__(self, log: AuditLog) -> None:
         self.log = log
         self.trails: dict[str, Trail] = {}
-        self._file: tuple[int, int] | None = None  # (device, inode) of the file read
-        self._offset = 0
+        self._reader = TailReader(log.path)
+        self._read_once = False
+
+    def read_new(self) -> AuditNews:
+        """``StoreError`` (UNSAFE_PATH, READ_FAILED) when the log cannot be read."""
+        chunk = self._reader.read_new()
+        entries = [e for raw in chunk.lines if raw.strip() and (e := _entry(raw)) is not None]
+        if chunk.reset or not self._read_once:
+            self._read_once = True
+            older = self.log.read(self.log.files()[:-1]).entries
+            return AuditNews(True, older + entries)
+        return AuditNews(False, entries)
+
+    def take(self, news: AuditNews) -> bool:
+        """The trails with ``news`` taken in; True when it changed them."""
+        if news.reset:
+            self.trails = trails(news.entries)
+            return True
+        for entry in news.entries:
+            add_entry(self.trails, entry)
+        return bool(news.entries)
 
     def refresh(self) -> None:
-        """``StoreError`` (UNSAFE_PATH, READ_FAILED) when the log cannot be read."""
-        try:
-            st = os.lstat(self.log.path)
-        except FileNotFoundError:
-            if self._file is not None:  # rotated away this moment, or removed
-                self.trails, self._file, self._offset = {}, None, 0
-            return
-        except OSError as exc:
-            raise _io_error(self.log.path, "reading", exc) from None
-        if (st.st_dev, st.st_ino) != self._file or st.st_size < self._offset:
-            self.trails = trails(self.log.read().entries)
-            self._file, self._offset = (st.st_dev, st.st_ino), st.st_size
-            return
-        if st.st_size == self._offset:
-            return
-        check_path(self.log.path)
-        with open(self.log.path, "rb") as f:
-            f.seek(self._offset)
-            data = f.read(st.st_size - self._offset)
-        end = data.rfind(b"\n") + 1  # a line still being written is read next time
-        for raw in data[:end].split(b"\n"):
-            entry = _entry(raw) if raw.strip() else None
-            if entry is not None:
-                add_entry(self.trails, entry)
-        self._offset += end
+        """``read_new`` and ``take`` in one call (the store's receipts read the log whole)."""
+        self.take(self.read_new())
 
     def trail(self, record_id: str) -> Trail | None:
         return self.trails.get(record_id)

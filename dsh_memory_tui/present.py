@@ -321,6 +321,36 @@ def citation_facts(checks: Sequence[Check], needs_review: bool) -> list[tuple[st
     return rows
 
 
+def _verification_text(record: Record, now: int) -> str:
+    """Its verification, when and by whom, and why a stale one is stale."""
+    g = record.governance
+    verification = g.verification.value
+    if g.verifiedAt is not None:
+        verification += f" at {when(g.verifiedAt)}"
+        if g.verifiedBy:
+            verification += f" by {g.verifiedBy}"
+    if g.verification is Verification.STALE:
+        verification += (
+            " (its verification expired; re-verify it)"
+            if expired_at(record, now)
+            else " (changed since it was verified; re-verify it)"
+        )
+    return verification
+
+
+def _provenance_text(record: Record) -> str:
+    """Where it came from: the provenance's kind, session, event and note."""
+    p = record.provenance
+    prov = p.kind.value
+    if p.sessionId:
+        prov += f", session {p.sessionId}"
+    if p.eventSeq is not None:
+        prov += f", event {p.eventSeq}"
+    if p.note:
+        prov += f" ({p.note})"
+    return prov
+
+
 def record_facts(
     record: Record,
     now: int,
@@ -337,25 +367,9 @@ def record_facts(
     shows for it (stored or computed) and ``rivals`` the other active versions in it;
     ``citations``: its file refs checked now (``Sources.checks``), shown by ``citation_facts``.
     """
-    g, p = record.governance, record.provenance
-    verification = g.verification.value
-    if g.verifiedAt is not None:
-        verification += f" at {when(g.verifiedAt)}"
-        if g.verifiedBy:
-            verification += f" by {g.verifiedBy}"
-    if g.verification is Verification.STALE:
-        verification += (
-            " (its verification expired; re-verify it)"
-            if expired_at(record, now)
-            else " (changed since it was verified; re-verify it)"
-        )
-    prov = p.kind.value
-    if p.sessionId:
-        prov += f", session {p.sessionId}"
-    if p.eventSeq is not None:
-        prov += f", event {p.eventSeq}"
-    if p.note:
-        prov += f" ({p.note})"
+    g = record.governance
+    verification = _verification_text(record, now)
+    prov = _provenance_text(record)
     rows = [
         ("id", record.id),
         ("scope", scope or f"{record.scope.value} ({record.scopeKey})"),

@@ -1,8 +1,9 @@
-"""The app's Textual-free state (``dsh_memory_tui.review``): what changed since it last looked,
-each tab's membership, the banners' words, the writes running."""
+"""The app's Textual-free state (``dsh_memory_tui.app.review``): what changed since it last
+looked, each tab's membership, the banners' words, the status line's."""
 
 from __future__ import annotations
 
+from dsh_memory_tui.app.review import Announcements, Index, banner, status_text, tab_rule
 from dsh_memory_tui.model import (
     Origin,
     Provenance,
@@ -14,7 +15,6 @@ from dsh_memory_tui.model import (
     Verification,
     make_record,
 )
-from dsh_memory_tui.review import Announcements, ReviewState, banner, status_text, tab_rule
 from dsh_memory_tui.store import MemoryStore
 
 PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
@@ -25,17 +25,17 @@ DECISION = "memory:user:decision:f768064f958507ad239eed24c2c063fe"
 def test_the_index_sees_every_change_since_it_looked_our_own_writes_included(
     alice_store: MemoryStore,
 ):
-    state = ReviewState()
-    records = state.index.load(alice_store.views())
-    assert PROPOSAL in {r.id for r in records} and state.index.record(PROPOSAL) is not None
-    assert not state.index.changes(alice_store.views()).touched  # nothing since
+    index = Index()
+    records = index.load(alice_store.views())
+    assert PROPOSAL in {r.id for r in records} and index.record(PROPOSAL) is not None
+    assert not index.changes(alice_store.views()).touched  # nothing since
     alice_store.verify(PYTEST)  # the write path takes its own line without reading it back
-    changes = state.index.changes(alice_store.views())
+    changes = index.changes(alice_store.views())
     assert not changes.reset and list(changes.records) == [PYTEST]
     assert changes.records[PYTEST].governance.verification is Verification.VERIFIED
-    assert not state.index.changes(alice_store.views()).touched
+    assert not index.changes(alice_store.views()).touched
     alice_store.compact(alice_store.file_for(Scope.USER))  # the file is replaced
-    assert state.index.changes(alice_store.views()).reset
+    assert index.changes(alice_store.views()).reset
 
 
 def test_each_tab_rule_reads_its_flags_when_asked(alice_store: MemoryStore):
@@ -55,38 +55,6 @@ def test_a_banner_counts_quarantined_lines_from_the_store(alice_store: MemorySto
     assert banner([view], alice_store.paths, {}) == ""
     text = banner([view], alice_store.paths, {view.path: 3})
     assert text == "ⓘ 3 corrupt line(s) quarantined in records.jsonl.corrupt"
-
-
-def test_a_running_write_is_said_with_how_long_it_has_run():
-    state = ReviewState()
-    token = state.write_queued(["a", "b"], "compacting records.jsonl")
-    assert state.progress() == ""  # asked for, not started
-    assert state.next_write(now=100.0) == token
-    assert state.writing == {"a", "b"}
-    assert state.progress(now=100.0) == "compacting records.jsonl…"
-    assert state.progress(now=102.4) == "compacting records.jsonl… 2 s"
-    state.write_ended(token)
-    assert state.writing == set() and state.progress() == ""
-
-
-def test_writes_run_one_at_a_time_in_the_order_asked_and_the_waiting_are_counted():
-    state = ReviewState()
-    first = state.write_queued(["a"], "writing")
-    second = state.write_queued(["b"], "writing")
-    third = state.write_queued(["a"], "compacting records.jsonl")
-    assert state.next_write(now=0.0) == first
-    assert state.next_write(now=0.0) is None  # one runs: the others wait their turn
-    assert state.queued == 2 and state.writing == {"a", "b"}
-    assert state.progress(now=0.0) == "writing… (+2 queued)"
-    state.write_ended(first)
-    assert state.progress(now=0.0) == ""  # between two writes: none runs
-    assert state.next_write(now=5.0) == second
-    assert state.progress(now=6.0) == "writing… 1 s (+1 queued)"
-    state.write_ended(second)
-    assert state.next_write(now=7.0) == third
-    assert state.queued == 0 and state.progress(now=7.0) == "compacting records.jsonl…"
-    state.write_ended(third)
-    assert state.next_write() is None and state.writing == set()
 
 
 def test_the_status_line_says_who_where_what_waits_and_what_runs(alice_store: MemoryStore):

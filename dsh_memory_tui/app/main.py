@@ -100,8 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ).start()
         else:
             paths = StorePaths.resolve(args.home, args.workspace, args.user)
-        from ..store import MemoryStore
-        from ..store.preview import check_readable
+        from ..store import MemoryStore, check_readable
         from .app import MemoryApp
 
         store = MemoryStore(paths)

@@ -16,17 +16,17 @@ from .citations import CitationStates, check
 from .screens.source_diff import ARCHIVE, EDIT, FORGET, REVERIFY, SourceDiffScreen
 
 if TYPE_CHECKING:
-    from .app import MemoryApp
+    from .screens.main import MainScreen
 
 # How often the cited files are looked at again (a stat each while they are unchanged).
 RECHECK_S = 2.0
 
 
 class SourceReview:
-    """One app's citation checks and diff view."""
+    """The main screen's citation checks and diff view."""
 
-    def __init__(self, app: MemoryApp) -> None:
-        self.app = app
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
         self.states = CitationStates()
         self._running = False
         self._again = False
@@ -34,7 +34,7 @@ class SourceReview:
     def start(self) -> None:
         """The first check (once the records are shown), then one every ``RECHECK_S``."""
         self.schedule()
-        self.app.set_interval(RECHECK_S, self.schedule, name="citations")
+        self.screen.app.set_interval(RECHECK_S, self.schedule, name="citations")
 
     def schedule(self) -> None:
         """Check every shown record's citations in a thread, unless a check is running (then
@@ -44,27 +44,27 @@ class SourceReview:
             return
         records = [
             r
-            for r in self.app.shown_records()
+            for r in self.screen.tabs.known_records()
             if any(ref.kind == "file" for ref in r.governance.sourceRefs)
         ]
         if not records and not self.states.checks:
             self.states.checked = True
             return
         self._running = True
-        sources = self.app.store.sources
+        sources = self.screen.host.store.sources
 
         def in_thread() -> None:
             found = check(sources, records)
             with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-                self.app.call_from_thread(self._landed, found)
+                self.screen.app.call_from_thread(self._landed, found)
 
-        self.app.run_worker(in_thread, thread=True, group="citations", name="citations")
+        self.screen.app.run_worker(in_thread, thread=True, group="citations", name="citations")
 
     def _landed(self, found: list[RecordSources]) -> None:
         self._running = False
         changed = self.states.update(found)
         if changed:
-            self.app.records_changed(changed)
+            self.screen.citations_changed(changed)
         if self._again:
             self._again = False
             self.schedule()
@@ -76,7 +76,7 @@ class SourceReview:
         verified record whose cited code changed first gets the host's ``stale`` transition
         (it needs no user), so the host and teammates see it stale too.
         """
-        store = self.app.store
+        store = self.screen.host.store
 
         def read() -> tuple[list[Check], list[list[str]]]:
             checks = store.sources.checks(store.get(record.id))
@@ -84,8 +84,8 @@ class SourceReview:
 
         def shown(result: tuple[list[Check], list[list[str]]]) -> None:
             checks, diffs = result
-            current = self.app.record(record.id) or record
-            self.app.push_screen(
+            current = self.screen.tabs.record(record.id) or record
+            self.screen.app.push_screen(
                 SourceDiffScreen(current, checks, diffs),
                 lambda action: self._chosen(record.id, action),
             )
@@ -95,15 +95,15 @@ class SourceReview:
                 self._mark_stale(current)
 
         def failed(error: StoreError) -> None:
-            self.app.notify(error.message, title=f"error[{error.code}]", severity="error")
+            self.screen.notify(error.message, title=f"error[{error.code}]", severity="error")
 
-        self.app.run_read(read, shown, failed)
+        self.screen.host.run_read(read, shown, failed)
 
     def _mark_stale(self, record: Record) -> None:
         if record.scope is Scope.SHARED:
             return  # a shared write asks first; re-verify, archive or forget will
-        store = self.app.store
-        self.app.run_write(
+        store = self.screen.host.store
+        self.screen.host.run_write(
             [record.scope],
             lambda confirmed: store.mark_stale([record.id], confirm_shared=confirmed),
             None,
@@ -111,16 +111,16 @@ class SourceReview:
         )
 
     def _chosen(self, record_id: str, action: str | None) -> None:
-        record = self.app.record(record_id)
+        record = self.screen.tabs.record(record_id)
         if action is None or record is None:
             return
         if action == REVERIFY:
-            store = self.app.store
-            self.app.run_write(
+            store = self.screen.host.store
+            self.screen.host.run_write(
                 [record.scope],
                 lambda confirmed: store.reverify_citations(record_id, confirm_shared=confirmed),
                 "re-verified: its citations now hold today's text",
                 keys=[record_id],
             )
         elif action in (EDIT, ARCHIVE, FORGET):
-            self.app.act_on(record_id, action)
+            self.screen.act_on(record_id, action)

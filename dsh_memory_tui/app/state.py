@@ -1,6 +1,7 @@
 """The app's flags, Textual-free: what the tabs show, the load, the watcher, pending syncs and
-the quit that waits for a write. ``review.ReviewState`` holds the records' side (the index,
-the running writes); this holds the app's own. Tested without a pilot (tests/app/test_app_state.py).
+the quit that waits for a write. ``review.Index`` holds the records' side and
+``write_queue.WriteQueue`` the writes; this holds the app's own. Tested without a pilot
+(tests/app/test_app_state.py).
 """
 
 from __future__ import annotations

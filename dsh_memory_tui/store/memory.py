@@ -1,6 +1,6 @@
 """MemoryStore: every scope of one home, workspace and user, over the file views (view.py) and
 the one write path (writer.py). Decisions about records live here; bytes do not. The reviewer's
-writes (verify ... keep, merge) are in transitions.py, bound here as the store's methods.
+writes (verify ... keep, merge) are functions in transitions.py that these methods call.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ErrorCode, StoreError
 from ..governance import (
+    Action,
     conflict_rivals,
     display_conflict_groups,
     edited,
@@ -599,20 +600,90 @@ class MemoryStore:
 
         return self.revise(record_id, change, confirm_shared=confirm_shared)
 
-    # ----------------------------------------------------------------- review (transitions.py)
-    # The reviewer's writes are functions of the store in store/transitions.py: its methods.
+    # ----------------------------------------------------------------- the reviewer's writes
+    # Each is a function of the store in transitions.py (the host's transitions, keep, merge),
+    # which uses only the store's public methods; these are the store's names for them.
 
-    apply = transitions.apply
-    verify = transitions.verify
-    reject = transitions.reject
-    archive = transitions.archive
-    restore = transitions.restore
-    apply_many = transitions.apply_many
-    apply_many_report = transitions.apply_many_report
-    mark_stale = transitions.mark_stale
-    reverify_citations = transitions.reverify_citations
-    keep = transitions.keep
-    merge = transitions.merge
+    def apply(
+        self,
+        action: Action | str,
+        record_id: str,
+        *,
+        reason: str | None = None,
+        base_revision: int | None = None,
+        confirm_shared: bool = False,
+    ) -> Record:
+        """One governance action on one record (``transitions.apply``): INVALID_TRANSITION
+        when the host's rules refuse it in this state."""
+        return transitions.apply(
+            self,
+            action,
+            record_id,
+            reason=reason,
+            base_revision=base_revision,
+            confirm_shared=confirm_shared,
+        )
+
+    def verify(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.VERIFY, record_id, reason=reason, **kw)
+
+    def reject(self, record_id: str, reason: str | None = None, **kw: Any) -> Record:
+        return self.apply(Action.REJECT, record_id, reason=reason, **kw)
+
+    def archive(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.ARCHIVE, record_id, **kw)
+
+    def restore(self, record_id: str, **kw: Any) -> Record:
+        return self.apply(Action.RESTORE, record_id, **kw)
+
+    def apply_many(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> list[Record]:
+        """One action on several records, one locked batch per file; a record the rules
+        refuse is skipped (``apply_many_report`` says why)."""
+        return self.apply_many_report(
+            action, record_ids, reason=reason, confirm_shared=confirm_shared
+        )[0]
+
+    def apply_many_report(
+        self,
+        action: Action | str,
+        record_ids: Iterable[str],
+        *,
+        reason: str | None = None,
+        confirm_shared: bool = False,
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """``apply_many``: (written, skipped with why) (``transitions.apply_many_report``)."""
+        return transitions.apply_many_report(
+            self, action, record_ids, reason=reason, confirm_shared=confirm_shared
+        )
+
+    def mark_stale(
+        self, record_ids: Iterable[str], *, confirm_shared: bool = False
+    ) -> tuple[list[Record], list[tuple[str, str]]]:
+        """The host's ``stale`` transition (it needs no user) for each record: one locked
+        batch per file; (written, skipped with why) as ``apply_many_report``."""
+        return self.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
+
+    def reverify_citations(self, record_id: str, **kw: Any) -> Record:
+        """Its citations take today's text and it is verified again, in one locked write
+        (``transitions.reverify_citations``: INVALID_TRANSITION, INVALID_CITATION)."""
+        return transitions.reverify_citations(self, record_id, **kw)
+
+    def keep(self, record_id: str, **kw: Any) -> transitions.KeepResult:
+        """Keep this version of its conflict group, in one locked batch (``transitions.keep``:
+        INVALID_TRANSITION when it has no rival or cannot be kept)."""
+        return transitions.keep(self, record_id, **kw)
+
+    def merge(self, keep_id: str, other_id: str, **kw: Any) -> transitions.MergeResult:
+        """Merge two records of one file into a new revision of ``keep_id``, in one locked
+        write (``transitions.merge``)."""
+        return transitions.merge(self, keep_id, other_id, **kw)
 
     def adoptable(self, file: StoreFile) -> dict[str, int]:
         """Lines of ``file`` keyed to another workspace's rootId, per rootId (``adopt``'s)."""

@@ -3,9 +3,10 @@ store's records, each in one write of the record's file: one action (verify, rej
 restore, pin...), a batch of one action, the ``stale`` the citation check asks for, re-verifying
 a record whose citations changed, keeping one version of a conflict group, merging two records.
 
-Functions of the store: ``MemoryStore`` takes them as its methods (``store.verify(...)``), so
-this is its review side, not a second API. They decide inside the ``build`` each write calls
-(``MemoryStore.write``: it may run again) and read the store only through its public methods.
+Functions of the store, which ``MemoryStore``'s methods of the same names call
+(``store.verify(...)``): its review side, not a second API. They decide inside the ``build``
+each write calls (``MemoryStore.write``: it may run again) and read the store only through its
+public methods.
 """
 
 from __future__ import annotations
@@ -127,38 +128,6 @@ def _vouched(store: MemoryStore, action: Action, records: Iterable[Record]) -> N
             accept_verified(store.paths, r.id, store.paths.user_id)
 
 
-def verify(store: MemoryStore, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-    return store.apply(Action.VERIFY, record_id, reason=reason, **kw)
-
-
-def reject(store: MemoryStore, record_id: str, reason: str | None = None, **kw: Any) -> Record:
-    return store.apply(Action.REJECT, record_id, reason=reason, **kw)
-
-
-def archive(store: MemoryStore, record_id: str, **kw: Any) -> Record:
-    return store.apply(Action.ARCHIVE, record_id, **kw)
-
-
-def restore(store: MemoryStore, record_id: str, **kw: Any) -> Record:
-    return store.apply(Action.RESTORE, record_id, **kw)
-
-
-def apply_many(
-    store: MemoryStore,
-    action: Action | str,
-    record_ids: Iterable[str],
-    *,
-    reason: str | None = None,
-    confirm_shared: bool = False,
-) -> list[Record]:
-    """One action on several records: one locked batch per file. A record the rules refuse
-    is skipped (``skipped`` on the result says why); the rest are written.
-    """
-    return store.apply_many_report(
-        action, record_ids, reason=reason, confirm_shared=confirm_shared
-    )[0]
-
-
 def apply_many_report(
     store: MemoryStore,
     action: Action | str,
@@ -199,15 +168,6 @@ def apply_many_report(
         skipped.extend(passed)
     _vouched(store, action, out)
     return out, skipped
-
-
-def mark_stale(
-    store: MemoryStore, record_ids: Iterable[str], *, confirm_shared: bool = False
-) -> tuple[list[Record], list[tuple[str, str]]]:
-    """The host's ``stale`` transition (it needs no user) for each record: one locked
-    batch per file; (written, skipped with why) as ``apply_many_report``.
-    """
-    return store.apply_many_report(Action.STALE, record_ids, confirm_shared=confirm_shared)
 
 
 def reverify_citations(

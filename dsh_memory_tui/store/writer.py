@@ -362,6 +362,26 @@ def _line(entry: ParsedLine, record: Record) -> bytes:
     return entry.raw
 
 
+def _forgotten_lines(
+    entries: list[ParsedLine], records: list[Record | None], last_of: dict[str, int], now: int
+) -> tuple[dict[str, bytes | None], int]:
+    """Each forgotten id -> the line that stands for it: its own (already erased) or a
+    tombstone in its place; and how many of those tombstones erase a text (the host's forget
+    keeps it)."""
+    forgotten: dict[str, bytes | None] = {}
+    erased = 0
+    for rid, i in last_of.items():
+        last = records[i]
+        if last is None or last.status is not Status.FORGOTTEN:
+            continue
+        if is_erased(last):
+            forgotten[rid] = _line(entries[i], last)
+        else:
+            forgotten[rid] = tombstone(last, now).to_line()
+            erased += 1
+    return forgotten, erased
+
+
 def plan_rewrite(
     view: FileView, data: bytes, spec: Rewrite, now: int, migrate: Migrate | None
 ) -> tuple[bytes, bytes, list[tuple[int, str]], CompactResult]:
@@ -405,18 +425,7 @@ def plan_rewrite(
         records.append(record)
         if record is not None:
             last_of[record.id] = index
-    # id -> the line that stands for it: its own (already erased) or a tombstone in its place.
-    forgotten: dict[str, bytes | None] = {}
-    erased = 0
-    for rid, i in last_of.items():
-        last = records[i]
-        if last is None or last.status is not Status.FORGOTTEN:
-            continue
-        if is_erased(last):
-            forgotten[rid] = _line(entries[i], last)
-        else:
-            forgotten[rid] = tombstone(last, now).to_line()
-            erased += 1
+    forgotten, erased = _forgotten_lines(entries, records, last_of, now)
     if spec.forget is not None:
         forgotten[spec.forget.id] = None  # appended at the end instead
     # A corrupt line cannot be parsed for its id; one that names a forgotten id (a torn

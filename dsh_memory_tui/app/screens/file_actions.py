@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import StoreError
 from ...model import Scope
-from ...store import FileView
-from ...store.maintenance import AdoptResult, other_roots
+from ...store import AdoptResult, FileView, other_roots
 from ..actions import EDITABLE_SCOPES
 from .dialogs import ConfirmDialog
 
 if TYPE_CHECKING:
-    from ..app import MemoryApp
     from .main import MainScreen
 
 
@@ -27,41 +25,36 @@ class WholeFiles:
 
     def __init__(self, screen: MainScreen) -> None:
         self.screen = screen
+        self.host = screen.host
         self._adoptable: dict[Scope, FileView | None] = {}  # adopt_view's last answers
-
-    @property
-    def memory(self) -> MemoryApp:
-        return self.screen.memory
 
     def adopt_view(self) -> FileView | None:
         """The active tab's project file when it has lines of another workspace's rootId (a
         moved or copied project), else None. Not the shared file: its other rootIds are the
         team's clones, whose records adopting would take from their authors' hosts (the CLI's
         ``adopt --scope shared-project`` does it for a moved project)."""
-        app = self.memory
-        scope = app.active_pane.spec.scope
+        scope = self.screen.tabs.current_pane.spec.scope
         if scope is not Scope.PROJECT:
             return None
-        if not app._store_gate.acquire(blocking=False):
+        if not self.host.writes.gate.acquire(blocking=False):
             # A write is running and may be rebuilding the view: the answer from before it.
             return self._adoptable.get(scope)
         try:
-            view = app.store.view(app.store.file_for(scope))
-            self._adoptable[scope] = view if other_roots(view, app.store.paths) else None
+            view = self.host.store.view(self.host.store.file_for(scope))
+            self._adoptable[scope] = view if other_roots(view, self.host.store.paths) else None
         finally:
-            app._store_gate.release()
+            self.host.writes.gate.release()
         return self._adoptable[scope]
 
     def adopt(self) -> None:
-        app = self.memory
         view = self.adopt_view()
         if view is None:
             return
-        roots = other_roots(view, app.store.paths)
+        roots = other_roots(view, self.host.store.paths)
         lines = "\n".join(f"  {n} line(s) of {root}" for root, n in roots.items())
 
         def write(confirmed: bool) -> AdoptResult:
-            return app.store.adopt(view.file, confirm_shared=confirmed)
+            return self.host.store.adopt(view.file, confirm_shared=confirmed)
 
         def done(result: AdoptResult) -> None:
             text = (
@@ -70,11 +63,11 @@ class WholeFiles:
             )
             if result.left:
                 text += f"; {len(result.left)} left as they were ({result.left[0][1]})"
-            app.notify(text, title="Adopted", markup=False)
+            self.screen.notify(text, title="Adopted", markup=False)
 
         def answered(yes: bool | None) -> None:
             if yes:
-                app.run_write(
+                self.host.run_write(
                     [view.scope],
                     write,
                     done,
@@ -82,7 +75,7 @@ class WholeFiles:
                     progress=f"adopting into {view.path.name}",
                 )
 
-        app.push_screen(
+        self.screen.app.push_screen(
             ConfirmDialog(
                 "Adopt a moved project's records?",
                 f"{view.path} holds lines of another workspace:\n{lines}\n"
@@ -96,30 +89,29 @@ class WholeFiles:
         )
 
     def compact(self) -> None:
-        app = self.memory
-        scope = app.active_pane.spec.scope
+        scope = self.screen.tabs.current_pane.spec.scope
         if scope is None or scope is Scope.SESSION:
-            files = app.store.files(Scope.SESSION) if scope else []
+            files = self.host.store.files(Scope.SESSION) if scope else []
         else:
-            files = [app.store.file_for(scope)]
+            files = [self.host.store.file_for(scope)]
         files = [f for f in files if f.path.exists()]
         if not files:
-            app.notify("Nothing to compact on this tab.")
+            self.screen.notify("Nothing to compact on this tab.")
             return
 
         def write(confirmed: bool) -> list[str]:  # in the write worker
             lines = []
             for f in files:
-                result = app.store.compact(f, confirm_shared=confirmed)
+                result = self.host.store.compact(f, confirm_shared=confirmed)
                 lines.append(f"{f.path.name}: {result.bytes_before} -> {result.bytes_after} bytes")
             return lines
 
         def done(lines: list[str]) -> None:
-            app.notify("\n".join(lines), title="Compacted", markup=False)
+            self.screen.notify("\n".join(lines), title="Compacted", markup=False)
 
         def answered(yes: bool | None) -> None:
             if yes:
-                app.run_write(
+                self.host.run_write(
                     [f.scope for f in files],
                     write,
                     done,
@@ -128,7 +120,7 @@ class WholeFiles:
                 )
 
         names = "\n".join(str(f.path) for f in files)
-        app.push_screen(
+        self.screen.app.push_screen(
             ConfirmDialog(
                 "Compact?",
                 f"Keep only each record's current revision in:\n{names}\n"
@@ -141,63 +133,64 @@ class WholeFiles:
     def agent_view(self) -> None:
         from .agent import AgentData, AgentScreen, agent_data
 
-        app = self.memory
-
         def read() -> AgentData:
-            return agent_data(app.store, app.session)
+            return agent_data(self.host.store, self.host.session)
 
         def reload(show: Callable[[AgentData], None]) -> None:  # after a lever's write
-            app.run_read(read, show, failed)
+            self.host.run_read(read, show, failed)
 
         def show(data: AgentData) -> None:
-            app.flags.agent_view_due = False
+            self.host.flags.agent_view_due = False
             if self.screen.is_active:  # not under a dialog opened meanwhile
-                app.push_screen(AgentScreen(data, reload))
+                self.screen.app.push_screen(AgentScreen(data, reload))
 
         def failed(exc: StoreError) -> None:
-            app.flags.agent_view_due = False
-            app.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
+            self.host.flags.agent_view_due = False
+            self.screen.notify(
+                exc.message, title=f"error[{exc.code}]", severity="error", markup=False
+            )
 
-        if app.flags.agent_view_due:
+        if self.host.flags.agent_view_due:
             return  # W pressed again while it reads
-        app.flags.agent_view_due = True
+        self.host.flags.agent_view_due = True
         # Read in a worker, after any write the app is running (run_read).
-        app.run_read(read, show, failed)
+        self.host.run_read(read, show, failed)
 
     def audit(self) -> None:
         from ...audit import DEFAULT_MAX_BYTES, AuditLog
         from .audit import AuditScreen
 
-        app = self.memory
-        log = AuditLog(app.store.paths.home, DEFAULT_MAX_BYTES)
+        log = AuditLog(self.host.store.paths.home, DEFAULT_MAX_BYTES)
 
         def show(read: Any) -> None:
             if self.screen.is_active:  # not under a dialog opened meanwhile
-                app.push_screen(AuditScreen(read, str(log.path)))
+                self.screen.app.push_screen(AuditScreen(read, str(log.path)))
 
         def refused(exc: StoreError) -> None:
-            app.notify(exc.message, title=f"error[{exc.code}]", severity="error", markup=False)
+            self.screen.notify(
+                exc.message, title=f"error[{exc.code}]", severity="error", markup=False
+            )
 
-        app.run_read(log.read, show, refused)
+        self.host.run_read(log.read, show, refused)
 
     def export(self) -> None:
         from .bundles import ExportDialog
 
-        app = self.memory
-        app.push_screen(ExportDialog(app.store, app.run_read), self._bundle_done)
+        self.screen.app.push_screen(
+            ExportDialog(self.host.store, self.host.run_read), self._bundle_done
+        )
 
     def import_bundle(self) -> None:
         from .bundles import ImportDialog
 
-        app = self.memory
-        scope = app.active_pane.spec.scope
+        scope = self.screen.tabs.current_pane.spec.scope
         target = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
-        app.push_screen(
-            ImportDialog(app.store, app.run_write, app.run_read, target=target),
+        self.screen.app.push_screen(
+            ImportDialog(self.host.store, self.host.run_write, self.host.run_read, target=target),
             self._bundle_done,
         )
 
     def _bundle_done(self, message: str | None) -> None:
         if message:
-            self.memory.notify(message)
-        self.memory.sync()
+            self.screen.notify(message)
+        self.host.sync()

@@ -1,32 +1,33 @@
-"""MainScreen: the tabs' screen, which owns the record actions (posting's way).
+"""MainScreen: the record tabs' screen. It composes its own body (the tabs, the status line,
+the one-line question, the key bar: posting's way) and owns the record actions.
 
-Its bindings are the action table (``actions.ACTIONS``); they are live only while it is the
-screen on top, so no action asks whether a dialog covers it. Whether an action may run is
+The app that holds the store is its ``host`` (``host.StoreHost``): the screen is given it and
+never imports the app; the host tells it what a sync found (``records_changed``). Its bindings
+are the action declarations (``actions.ACTIONS``); they are live only while it is the screen
+on top, so no action asks whether a dialog covers it. Whether an action may run is
 ``actions.refusal`` over the facts this screen gathers (``unavailable``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.actions import SkipAction
-from textual.app import SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.reactive import Reactive
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Input, Static, TabbedContent, TextArea
+from textual.widgets import Input, Static, TextArea
 
-from ... import lint
 from ...audit import record_receipt
 from ...errors import ErrorCode, StoreError
-from ...governance import refused
 from ...model import Record, Scope, Status, well_formed
 from ...present import visible
-from ...store import Action
-from ...store.memory import WriteResult
+from ...store import Action, WriteResult
 from ..actions import (
     ACTION,
     ACTION_NAMES,
@@ -41,19 +42,24 @@ from ..actions import (
     help_lines,
     pin_action,
     refusal,
-    short_why,
-    with_hint,
 )
-from ..labels import SHARED_WARNING, batch_list
-from ..panes import GROUP_PREFIX, TABS
+from ..host import RecordsChanged
+from ..panes import TABS
+from ..review import status_text
+from ..source_review import SourceReview
+from ..tabs import RecordTabs
 from ..widgets.ask_bar import AskBar
+from ..widgets.keybar import KeyBar
 from . import resolve
-from .dialogs import ConfirmDialog, CopyDialog, HelpScreen, ReasonDialog
+from .dialogs import ConfirmDialog, CopyDialog, HelpScreen
 from .file_actions import WholeFiles
 from .form import FormResult, RecordForm, RevisionConflict
+from .transitions import Transitions
 
 if TYPE_CHECKING:
-    from ..app import MemoryApp
+    from ..host import StoreHost
+
+PROGRESS_TICK_S = 0.5  # the status line's count of seconds while a write runs
 
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
 # The actions whose availability the key bar shows, or that write: their refusals are the
@@ -82,16 +88,87 @@ class MainScreen(Screen[None]):
         Binding("escape", "focus_table", "Back to table", show=False),
     ]
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, host: StoreHost, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.host = host
         self._ask_bar_widget: AskBar | None = None
         self._binding_signature: tuple[bool | None, ...] = ()
         self.whole_files = WholeFiles(self)  # adopt, compact, export, import, views
+        self.transitions = Transitions(self)  # verify ... restore, one record or a batch
+        # Citations: checked in a worker, again every few seconds; ``d``'s diff.
+        self.source_review = SourceReview(self)
+        self.tabs = RecordTabs(
+            host, self.source_review.states, self.session_rules, self._selection_changed
+        )
         self._git_state: str | None = None  # _git_setup's answer
+        self._status_text = ""
+        self._progress_timer: Timer | None = None
 
-    @property
-    def memory(self) -> MemoryApp:
-        return cast("MemoryApp", self.app)
+    def compose(self) -> ComposeResult:
+        yield self.tabs
+        yield Static("", id="status-line", markup=False)  # the user id and paths are text
+        yield AskBar(id="ask-bar")  # in the status line's place while it asks
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        """The tabs are up: the host shows the store in them."""
+        self.tabs.follow_cursors()
+        if self.host.begin():
+            self.tabs.current_pane.table.focus()
+            self.show_status()
+
+    # ------------------------------------------------------------------ what the host says
+
+    def records_changed(self, change: RecordsChanged) -> list[Record]:
+        """What a sync found: every tab, the counts, the banners, the detail and the status
+        line shown again in one frame. Returns the records new in the review queue."""
+        with self.app.batch_update():
+            queued = self.tabs.show(change)
+            if not change.preview:
+                self.show_status()
+        return queued
+
+    def citations_changed(self, ids: set[str]) -> None:
+        """Records whose citations' state changed: their rows, tabs and detail again."""
+        with self.app.batch_update():
+            self.tabs.apply(ids)
+            self.show_status()
+        self.host.gather_evidence()
+
+    def evidence_changed(self) -> None:
+        self.tabs.evidence_changed()
+
+    def shown_records(self) -> list[Record]:
+        return self.tabs.shown_records()
+
+    def _selection_changed(self, counts: bool) -> None:
+        if counts:
+            self.show_status()
+        self.update_bindings()
+
+    def show_status(self) -> None:
+        """The status line: what runs, who acts where, whether it watches, what waits."""
+        host = self.host
+        progress = host.writes.progress()
+        text = status_text(
+            host.store.paths,
+            waiting=len(self.tabs.pane("review").records),
+            marked=len(self.tabs.current_pane.table.marked_in_order()),
+            loading=host.flags.loading,
+            live=host.flags.watch_mode,
+            demo=host.demo,
+            showing_inactive=host.flags.show_inactive,
+            progress=progress,
+        )
+        if progress and self._progress_timer is None:
+            self._progress_timer = self.app.set_interval(PROGRESS_TICK_S, self.show_status)
+        elif not progress and self._progress_timer is not None:
+            self._progress_timer.stop()
+            self._progress_timer = None
+        if text != self._status_text:
+            self._status_text = text
+            # One line high whatever it says: no layout needed.
+            self.query_one("#status-line", Static).update(text, layout=False)
 
     # ------------------------------------------------------------------ availability
 
@@ -121,31 +198,30 @@ class MainScreen(Screen[None]):
     def unavailable(self, action: str, records: list[Record] | None = None) -> Refusal | None:
         """Why ``action`` cannot run on ``records`` (by default the marked rows, else the
         cursor's) now, or None when it can (``actions.refusal``)."""
-        app = self.memory
         spec = ACTION.get(action)
         needs = spec.needs if spec is not None else Needs.NOTHING
-        if records is None and needs.records and not app.flags.loading:
+        if records is None and needs.records and not self.host.flags.loading:
             if needs is Needs.CURSOR:
-                cursor = app.current_record()
+                cursor = self.tabs.current_record()
                 records = [cursor] if cursor is not None else []
             else:
-                records = app.targets()
-        index = app.index
+                records = self.tabs.targets()
+        index = self.host.shown.files
 
         def read_only(rid: str) -> str | None:
             view = index[rid]
             return view.path.name if view.read_only else None
 
         here = Here(
-            now=app.store.clock(),
-            loading=app.flags.loading,
+            now=self.host.store.clock(),
+            loading=self.host.flags.loading,
             read_only=read_only,
-            group=app.group_records,
-            near=lambda r: [other for other, _ in app.near_pair(r)],
+            group=self.tabs.group_records,
+            near=lambda r: [other for other, _ in self.tabs.near_pair(r)],
             adoptable=action == "adopt"
-            and not app.flags.loading
+            and not self.host.flags.loading
             and self.whole_files.adopt_view() is not None,
-            rereview=app.source_review.states.rereview,
+            rereview=self.source_review.states.rereview,
         )
         return refusal(action, records or [], here)
 
@@ -156,14 +232,16 @@ class MainScreen(Screen[None]):
             return False
         code, message = why
         title = "Unavailable" if code == "UNAVAILABLE" else f"error[{code}]"
-        self.memory.notify(message, title=title, severity="warning", timeout=8, markup=False)
+        self.notify(message, title=title, severity="warning", timeout=8, markup=False)
         return True
 
     def key_reached_app(self, event: events.Key) -> None:
         """A key that bubbled up to the app while this screen is on top, before the app looks
         up its binding (Textual resolves every binding there, the screen's included, so this
         is the last word before an action runs). An unavailable action says why (its binding
-        would do nothing).
+        would do nothing). The app calls it from its own ``on_key``: handled here, on the way
+        up, a key would be taken before the app had run the binding of the key before it
+        (``v`` asks its question in the app's turn).
 
         While the one-line question asks, a key that was routed to the table before the
         question took the focus (typed right after ``v``) is typed into the question instead
@@ -236,68 +314,66 @@ class MainScreen(Screen[None]):
         """
         if isinstance(self.focused, (Input, TextArea)):
             raise SkipAction()
-        self.focus_now(self.memory.active_pane.query_one(".filter", Input))
+        self.focus_now(self.tabs.current_pane.query_one(".filter", Input))
 
     def action_focus_table(self) -> None:
-        self.focus_now(self.memory.active_pane.table)
+        self.focus_now(self.tabs.current_pane.table)
 
     def action_sort(self) -> None:
         """``s``: this tab's next order (per tab; the header's arrow shows it)."""
-        self.memory.active_pane.cycle_sort()
+        self.tabs.current_pane.cycle_sort()
 
     def action_mark_all(self) -> None:
-        self.memory.active_pane.mark_all()
+        self.tabs.current_pane.mark_all()
 
     def action_clear_marks(self) -> None:
-        self.memory.active_pane.table.clear_marks()
+        self.tabs.current_pane.table.clear_marks()
 
     def focus_now(self, widget: Widget) -> None:
         """Move focus before the next key is routed (``Widget.focus`` only schedules it)."""
         self.set_focus(widget)
 
     def action_show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        self.tabs.active = tab
 
     def action_quit(self) -> None:
-        self.memory.action_quit()
+        self.host.action_quit()
 
     def action_open_proposal(self) -> None:
         """The record the last new-proposal notification named, on the Review tab."""
-        app = self.memory
-        rid = app.newest_proposal
-        if rid is None or app.record(rid) is None:
-            app.notify("No new proposal to open.", title="Review queue")
+        rid = self.host.newest_proposal
+        if rid is None or self.tabs.record(rid) is None:
+            self.notify("No new proposal to open.", title="Review queue")
             return
-        tab = "review" if rid in app.pane("review").records else self._tab_of(rid)
+        tab = "review" if rid in self.tabs.pane("review").records else self._tab_of(rid)
         self.action_show_tab(tab)
-        pane = app.pane(tab)
+        pane = self.tabs.pane(tab)
         if pane.filter and not pane.table.move_cursor_to_key(rid):
             pane.query_one(".filter", Input).value = ""  # the filter hid it
             pane.set_filter("")
         pane.show()
         pane.table.move_cursor_to_key(rid)
-        app.show_detail(pane)
+        self.tabs.show_detail(pane)
         self.focus_now(pane.table)
 
     def _tab_of(self, rid: str) -> str:
-        record = self.memory.record(rid)
+        record = self.tabs.record(rid)
         scope = record.scope if record is not None else None
         return next((t.id for t in TABS if t.scope is scope), "review")
 
     def action_toggle_inactive(self) -> None:
-        self.memory.flags.show_inactive = not self.memory.flags.show_inactive
-        self.memory.resync()
+        self.host.flags.show_inactive = not self.host.flags.show_inactive
+        self.host.resync()
 
     def action_toggle_derived(self) -> None:
-        flags = self.memory.flags
+        flags = self.host.flags
         flags.review_derived = not flags.review_derived
-        self.memory.resync()
+        self.host.resync()
         state = "shown" if flags.review_derived else "hidden"
-        self.memory.notify(f"Derived session digests {state} in the review queue")
+        self.notify(f"Derived session digests {state} in the review queue")
 
     def action_help(self) -> None:
-        app = self.memory
-        paths = app.store.paths
+        paths = self.host.store.paths
         notes = [
             ("", ""),
             ("acting user", paths.user_id),
@@ -306,12 +382,12 @@ class MainScreen(Screen[None]):
             ("", ""),
             ("team memory", self._git_setup()),
         ]
-        if app.demo:
+        if self.host.demo:
             from ...demo import reach_commands
 
             notes += [("", ""), ("demo", f"in {paths.home.parent}; from another shell:")]
             notes += [("", command) for command in reach_commands(paths.home, paths.workspace)]
-        app.push_screen(HelpScreen(help_lines(), notes))
+        self.app.push_screen(HelpScreen(help_lines(), notes))
 
     def _git_setup(self) -> str:
         """Whether git merges shared.jsonl by record id here (``team.status``: a few git
@@ -319,195 +395,30 @@ class MainScreen(Screen[None]):
         if self._git_state is None:
             from ... import team
 
-            self._git_state = team.status(self.memory.store.paths.workspace).summary()
+            self._git_state = team.status(self.host.store.paths.workspace).summary()
         return self._git_state
 
-    # ------------------------------------------------------------------ reviewing
-
-    def _review(
-        self, action: Action, reason: str | None = None, records: list[Record] | None = None
-    ) -> None:
-        """One governance action on the marked rows (else the cursor's). What the host's rules
-        refuse (``INVALID_TRANSITION``) is said in one line; a batch writes the rest.
-        """
-        app = self.memory
-        store = app.store
-        records = app.targets() if records is None else records
-        if not records:
-            return
-        table = app.active_pane.table
-        batch = len(records) > 1
-
-        def write(confirmed: bool) -> object:  # in the write worker: store calls only
-            if batch:
-                return store.apply_many_report(
-                    action, [r.id for r in records], reason=reason, confirm_shared=confirmed
-                )
-            r = records[0]
-            try:
-                return store.apply(
-                    action,
-                    r.id,
-                    reason=reason,
-                    base_revision=r.governance.revision,
-                    confirm_shared=confirmed,
-                )
-            except StoreError as exc:
-                raise with_hint(exc, action, r) from None
-
-        def done(result: Any) -> None:
-            # A receipt either way: the record and what was done, or a batch's count (and
-            # what it skipped).
-            if batch:
-                written, skipped = result
-                self._batch_done(action, len(written), skipped)
-            else:
-                app.notify(f"{action.done}: “{result.title}”", markup=False)
-            table.clear_marks()
-
-        def queued() -> None:
-            # Written, the record leaves the review queue and the cursor lands on the next one:
-            # it moves there now, so v Enter v Enter reviews the next record while the first
-            # is still being written (behind another process's lock, a slow disk).
-            if not batch and action in LEAVE_REVIEW and table is app.pane("review").table:
-                writing = app.state.writing
-                table.move_cursor_off(lambda k: k in writing or k.startswith(GROUP_PREFIX))
-
-        app.run_write(
-            [r.scope for r in records],
-            write,
-            done,
-            keys=[r.id for r in records],
-            queued=queued,
-        )
-
-    def _batch_done(self, action: Action, written: int, skipped: list[tuple[str, str]]) -> None:
-        """One notification: how many were written, then each skipped record and why."""
-        app = self.memory
-        text = f"{action.value}: {written} record{'s' if written != 1 else ''}"
-        if not skipped:
-            app.notify(text)
-            return
-        lines = [f"{text}; {len(skipped)} skipped:"]
-        for rid, why in skipped[:SKIPPED_LISTED]:
-            record = app.record(rid)
-            name = f"“{record.title}”" if record is not None else rid
-            lines.append(f"• {name}: {short_why(why, action, rid)}")
-        if len(skipped) > SKIPPED_LISTED:
-            lines.append(f"… and {len(skipped) - SKIPPED_LISTED} more")
-        app.notify("\n".join(lines), title="Skipped", severity="warning", timeout=10)
-
-    def _with_reason(self, action: Action, verb: str, variant: str) -> None:
-        """Ask for an optional reason, then ``action`` on the marked rows (else the cursor's);
-        the dialog says which of them the rules will skip.
-
-        Keys typed right after ``v`` were routed to the table before the question took the
-        focus: while it asks, the actions are off (``check_action``) and such a key is typed
-        into the question (``on_key``), in the order typed; keys before ``v`` (``down``)
-        still move the cursor first, so the question is about the record they chose.
-        """
-        records = self.memory.targets()
-        if not records:
-            return
-        what = f"{len(records)} records" if len(records) > 1 else f"“{records[0].title}”"
-        now = self.memory.store.clock()
-        skipped = sum(1 for r in records if refused(r, action, now) is not None)
-        prompt = f"{verb} {what}?"
-        # Verifying a record with risk flags needs a reason (the store refuses it without).
-        flagged = [r for r in records if self.memory.evidence.flags(r)]
-        needs_reason = action is Action.VERIFY and bool(flagged)
-        if skipped:
-            done = "verified" if action is Action.VERIFY else "rejected"
-            prompt += f"\n{skipped} of them cannot be {done} in their state and will be skipped."
-        if len(records) > 1:
-            prompt += "\n" + batch_list(records, _why_skipped(action, now), self._risk)
-        else:
-            if flagged:
-                prompt += f"\nRisk flags: {self._risk(records[0])}."
-            if records[0].scope is Scope.SHARED:
-                prompt += f"\nshared-project: {SHARED_WARNING}"
-        if needs_reason:
-            prompt += "\nA reason is needed: say why an agent may rely on it."
-
-        def answered(reason: str | None) -> None:
-            if reason is None:
-                return
-            if needs_reason and not reason.strip():
-                self.app.notify(
-                    "A record with risk flags is verified only with a reason.",
-                    title="Reason needed",
-                    severity="warning",
-                    markup=False,
-                )
-                self._with_reason(action, verb, variant)  # ask again
-                return
-            self._review(action, reason or None, records)
-
-        if len(records) > 1 or skipped or records[0].scope is Scope.SHARED or flagged:
-            # Room to list what a batch touches, or to say who sees a shared record.
-            self.app.push_screen(
-                ReasonDialog(verb, prompt, verb, variant=variant, required=needs_reason), answered
-            )
-        else:
-            self._ask(prompt, verb, answered)
-
-    def _ask(self, question: str, verb: str, answered: Callable[[str | None], None]) -> None:
-        """One line in the status line's place (``AskBar``): no screen switch, no mount."""
-        status = self.query_one("#status-line", Static)
-        bar = self.query_one(AskBar)
-        pane = self.memory.active_pane
-
-        def back(reason: str | None) -> None:
-            status.display = True
-            if self.focused is None or self.focused.parent is bar:
-                self.focus_now(pane.table)
-            answered(reason)
-
-        status.display = False
-        bar.ask(question, verb, back)
-
-    def _confirm_batch(self, action: Action, records: list[Record] | None = None) -> None:
-        """``action`` on the marked rows (else the cursor's); more than one record is listed
-        in a confirmation first, with what the rules will skip."""
-        records = self.memory.targets() if records is None else records
-        if len(records) <= 1:
-            self._review(action, records=records)
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._review(action, records=records)
-
-        verb = action.value.capitalize()
-        listing = batch_list(records, _why_skipped(action, self.memory.store.clock()), self._risk)
-        self.app.push_screen(
-            ConfirmDialog(f"{verb} {len(records)} records?", listing, verb), answered
-        )
-
-    def _risk(self, record: Record) -> str:
-        """The record's risk flags in words ("" when none): the verify question and the batch
-        dialogs repeat them."""
-        return lint.describe(self.memory.evidence.flags(record))
+    # ------------------------------------------------------------------ the host's transitions
 
     def action_verify(self) -> None:
-        self._with_reason(Action.VERIFY, "Verify", "success")
+        self.transitions.with_reason(Action.VERIFY, "Verify", "success")
 
     def action_reject(self) -> None:
-        self._with_reason(Action.REJECT, "Reject", "warning")
+        self.transitions.with_reason(Action.REJECT, "Reject", "warning")
 
     def action_reverify(self) -> None:
-        self._confirm_batch(Action.REVERIFY)
+        self.transitions.confirm_batch(Action.REVERIFY)
 
     def action_pin(self) -> None:
         """Unpin when every target is pinned; else pin the ones that are not."""
-        action, records = pin_action(self.memory.targets())
-        self._confirm_batch(action, records)
+        action, records = pin_action(self.tabs.targets())
+        self.transitions.confirm_batch(action, records)
 
     def action_archive(self) -> None:
-        self._confirm_batch(Action.ARCHIVE)
+        self.transitions.confirm_batch(Action.ARCHIVE)
 
     def action_restore(self) -> None:
-        self._confirm_batch(Action.RESTORE)
+        self.transitions.confirm_batch(Action.RESTORE)
 
     def action_keep(self) -> None:
         """The conflict view: the group's versions side by side, K keeps the chosen one; on a
@@ -537,36 +448,33 @@ class MainScreen(Screen[None]):
     def action_reload(self) -> None:
         """``ctrl+r``: what every file holds now, read, and every tab rebuilt from it (what a
         REVISION_CONFLICT asks for; the watcher keeps the tabs current otherwise)."""
-        app = self.memory
-        app.full_sync()
-        app.notify("every tab shows what its file holds now", title="Reloaded")
+        self.host.full_sync()
+        self.notify("every tab shows what its file holds now", title="Reloaded")
 
     def action_copy_id(self) -> None:
         """``y``: the cursor's record id to the clipboard (Textual's copy: OSC 52, which the
         terminal, tmux or an ssh link passes on to the system's clipboard)."""
-        app = self.memory
-        record = app.current_record()
+        record = self.tabs.current_record()
         if record is None:
-            app.notify("no record selected", title="Unavailable", severity="warning")
+            self.notify("no record selected", title="Unavailable", severity="warning")
             return
         sent = well_formed(record.id)  # OSC 52 carries UTF-8: a lone surrogate goes as U+FFFD
-        app.copy_to_clipboard(sent)
+        self.app.copy_to_clipboard(sent)
         said = "" if sent == record.id else " (its lone surrogates as U+FFFD)"
-        app.notify(f"copied {visible(record.id)}{said}", title="Copy id", markup=False)
+        self.notify(f"copied {visible(record.id)}{said}", title="Copy id", markup=False)
 
     # ------------------------------------------------------------------ one record
 
     def action_forget(self) -> None:
-        app = self.memory
-        record = app.current_record()
+        record = self.tabs.current_record()
         if record is None:
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                app.run_write(
+                self.host.run_write(
                     [record.scope],
-                    lambda c: app.store.forget(record.id, confirm_shared=c),
+                    lambda c: self.host.store.forget(record.id, confirm_shared=c),
                     f"forgotten: {record.id}",
                     keys=[record.id],
                 )
@@ -574,12 +482,12 @@ class MainScreen(Screen[None]):
         def ask(receipt: list[str]) -> None:  # where the record already went (the audit)
             if not self.is_active:
                 return  # a dialog opened meanwhile
-            app.push_screen(
+            self.app.push_screen(
                 ConfirmDialog(
                     "Forget this record?",
                     f"“{record.title}”\nIts title, content and tags are erased from "
-                    f"{app.index[record.id].path} and its backup, for good. Other records keep "
-                    "their history.\n" + "\n".join(receipt),
+                    f"{self.host.shown.files[record.id].path} and its backup, for good. Other "
+                    "records keep their history.\n" + "\n".join(receipt),
                     "Forget",
                     danger=True,
                 ),
@@ -589,25 +497,26 @@ class MainScreen(Screen[None]):
         def unread(exc: StoreError) -> None:
             ask([f"where it already went is unknown: {exc.message}"])
 
-        app.run_read(
-            lambda: record_receipt(app.store.paths.home, record.id, app.store.clock()), ask, unread
+        self.host.run_read(
+            lambda: record_receipt(self.host.store.paths.home, record.id, self.host.store.clock()),
+            ask,
+            unread,
         )
 
     def action_source_diff(self) -> None:
         """``d``: the diff since each citation of the record at the cursor."""
-        record = self.memory.current_record()
+        record = self.tabs.current_record()
         if record is not None and not self.explain("source_diff"):
-            self.memory.source_review.open_diff(record)
+            self.source_review.open_diff(record)
 
     def act_on(self, record_id: str, action: str) -> None:
         """Edit, archive or forget the record (the diff view's keys), the cursor on it."""
-        app = self.memory
-        app.active_pane.table.move_cursor_to_key(record_id)
-        record = app.current_record()
+        self.tabs.current_pane.table.move_cursor_to_key(record_id)
+        record = self.tabs.current_record()
         if record is None or record.id != record_id:
             return
         if action == "archive":
-            self._confirm_batch(Action.ARCHIVE, [record])
+            self.transitions.confirm_batch(Action.ARCHIVE, [record])
         elif action == "edit":
             self.action_edit()
         elif action == "forget":
@@ -623,8 +532,7 @@ class MainScreen(Screen[None]):
         """The form's saver, through ``run_write``: ``queued()`` once the write waits its
         turn, ``saved(id)`` once written, ``failed`` for a refusal (a REVISION_CONFLICT
         carries the newer version for the form's merge)."""
-        app = self.memory
-        store = app.store
+        store = self.host.store
 
         def write(confirmed: bool) -> tuple[str, bool]:  # in the write worker
             if result.record_id is None:
@@ -659,14 +567,14 @@ class MainScreen(Screen[None]):
         def done(written: tuple[str, bool]) -> None:
             rid, new = written
             # The host's merge: a new record with the content of an existing one is that one.
-            app.notify(
+            self.notify(
                 f"saved {rid}"
                 if new
                 else f"already recorded as {rid} (same type and content): nothing written"
             )
             saved(rid)
 
-        app.run_write(
+        self.host.run_write(
             [result.scope],
             write,
             done,
@@ -676,7 +584,7 @@ class MainScreen(Screen[None]):
         )
 
     def action_new(self) -> None:
-        scope = self.memory.active_pane.spec.scope
+        scope = self.tabs.current_pane.spec.scope
         default = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
         self.app.push_screen(
             RecordForm(
@@ -686,7 +594,7 @@ class MainScreen(Screen[None]):
         )
 
     def action_edit(self) -> None:
-        record = self.memory.current_record()
+        record = self.tabs.current_record()
         if record is None or self.explain("edit"):
             return
         self.app.push_screen(
@@ -701,24 +609,22 @@ class MainScreen(Screen[None]):
 
     def _after_form(self, rid: str | None) -> None:
         if rid:
-            app = self.memory
-            pane = app.active_pane
+            pane = self.tabs.current_pane
             pane.table.move_cursor_to_key(rid)
-            app.show_detail(pane)
+            self.tabs.show_detail(pane)
             if pane.hidden_by_filter(rid):
-                app.notify(
+                self.notify(
                     "Saved, but this tab's filter hides it; clear the filter (/) to see it.",
                     title="Hidden by the filter",
                     severity="warning",
                 )
 
     def action_copy(self) -> None:
-        app = self.memory
-        record = app.current_record()
+        record = self.tabs.current_record()
         if record is None:
             return
         targets = [s for s in EDITABLE_SCOPES if s is not record.scope]
-        paths = {s: str(app.store.file_for(s).path) for s in targets}
+        paths = {s: str(self.host.store.file_for(s).path) for s in targets}
 
         def chosen(scope: Scope | None) -> None:
             if scope is None:
@@ -726,23 +632,15 @@ class MainScreen(Screen[None]):
 
             def done(result: WriteResult) -> None:
                 if result.written:
-                    app.notify(f"copied to {scope.value}")
+                    self.notify(f"copied to {scope.value}")
                 else:  # the host's merge: that content is there already, with this source
-                    app.notify(f"already in {scope.value} as {result.id}: nothing written")
+                    self.notify(f"already in {scope.value} as {result.id}: nothing written")
 
-            app.run_write(
+            self.host.run_write(
                 [scope],
-                lambda c: app.store.copy(record.id, scope, confirm_shared=c),
+                lambda c: self.host.store.copy(record.id, scope, confirm_shared=c),
                 done,
                 keys=[f"copy:{record.id}:{scope.value}"],
             )
 
-        app.push_screen(CopyDialog(record.title, targets, paths), chosen)
-
-
-def _why_skipped(action: Action, now: int) -> Callable[[Record], str | None]:
-    def why(record: Record) -> str | None:
-        error = refused(record, action, now)
-        return None if error is None else short_why(error.message, action, record.id)
-
-    return why
+        self.app.push_screen(CopyDialog(record.title, targets, paths), chosen)

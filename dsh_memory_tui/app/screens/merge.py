@@ -17,7 +17,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 from ... import lint
 from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
-from ...store.transitions import merged_content
+from ...store import merged_content
 from .conflict import PairChoice, SideBySide
 from .modal import Modal
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...model import Status
-from ...store.transitions import KeepResult, MergeResult
+from ...store import KeepResult, MergeResult
 
 if TYPE_CHECKING:
     from .conflict import PairChoice
@@ -22,10 +22,9 @@ def merge_pair(screen: MainScreen, choice: PairChoice | None) -> None:
     its own text) or open the merge form; then one locked write (``MemoryStore.merge``)."""
     from .merge import MergeForm, MergeRequest
 
-    app = screen.memory
     if choice is None:
         return
-    keep, other = app.record(choice.keep), app.record(choice.other)
+    keep, other = screen.tabs.record(choice.keep), screen.tabs.record(choice.other)
     if keep is None or other is None:
         return
 
@@ -34,7 +33,7 @@ def merge_pair(screen: MainScreen, choice: PairChoice | None) -> None:
             return
 
         def write(confirmed: bool) -> MergeResult:
-            return app.store.merge(
+            return screen.host.store.merge(
                 request.keep,
                 request.other,
                 title=request.title,
@@ -48,18 +47,18 @@ def merge_pair(screen: MainScreen, choice: PairChoice | None) -> None:
             retired = result.other
             word = "rejected" if retired.status is Status.ACTIVE else "archived"
             revision = result.kept.governance.revision
-            app.notify(
+            screen.notify(
                 f"merged into “{result.kept.title}” (revision {revision}, verified); "
                 f"“{retired.title}” {word}",
                 title="Merged",
                 markup=False,
             )
-            app.active_pane.table.move_cursor_to_key(result.kept.id)
+            screen.tabs.current_pane.table.move_cursor_to_key(result.kept.id)
 
-        app.run_write([keep.scope], write, done, keys=[request.keep, request.other])
+        screen.host.run_write([keep.scope], write, done, keys=[request.keep, request.other])
 
     if choice.merge:
-        app.push_screen(MergeForm(keep, other), merge)
+        screen.app.push_screen(MergeForm(keep, other), merge)
     else:
         merge(
             MergeRequest(
@@ -73,18 +72,17 @@ def keep(screen: MainScreen) -> None:
     record in no conflict group, its near-duplicates (keep one, or merge)."""
     from .conflict import ConflictScreen, PairChoice
 
-    app = screen.memory
-    record = app.current_record()
+    record = screen.tabs.current_record()
     if record is None:
         return
-    group, rivals = app.conflict_info(record)
-    if not rivals and app.near_pair(record):
+    group, rivals = screen.tabs.conflict_info(record)
+    if not rivals and screen.tabs.near_pair(record):
         # K on near-duplicates: side by side; keep one (a new revision naming both, the
         # other rejected or archived) or merge them (the merge form).
         from .merge import NearDuplicateScreen
 
-        app.push_screen(
-            NearDuplicateScreen(record, app.near_pair(record)),
+        screen.app.push_screen(
+            NearDuplicateScreen(record, screen.tabs.near_pair(record)),
             lambda choice: merge_pair(screen, choice),
         )
         return
@@ -93,12 +91,12 @@ def keep(screen: MainScreen) -> None:
         if isinstance(rid, PairChoice):
             merge_pair(screen, rid)
             return
-        target = app.record(rid) if rid else None
+        target = screen.tabs.record(rid) if rid else None
         if target is None:
             return
 
         def write(confirmed: bool) -> KeepResult:
-            return app.store.keep(
+            return screen.host.store.keep(
                 target.id, base_revision=target.governance.revision, confirm_shared=confirmed
             )
 
@@ -108,10 +106,10 @@ def keep(screen: MainScreen) -> None:
                 parts.append(f"{len(result.rejected)} rejected")
             if result.archived:
                 parts.append(f"{len(result.archived)} archived")
-            app.notify("; ".join(parts), title="Conflict resolved", markup=False)
-            app.active_pane.table.move_cursor_to_key(target.id)
+            screen.notify("; ".join(parts), title="Conflict resolved", markup=False)
+            screen.tabs.current_pane.table.move_cursor_to_key(target.id)
 
-        members = [target.id, *(r.id for r in app.group_records(target))]
-        app.run_write([target.scope], write, done, keys=members)
+        members = [target.id, *(r.id for r in screen.tabs.group_records(target))]
+        screen.host.run_write([target.scope], write, done, keys=members)
 
-    app.push_screen(ConflictScreen(record, rivals, group, app.store.clock), chosen)
+    screen.app.push_screen(ConflictScreen(record, rivals, group, screen.host.store.clock), chosen)

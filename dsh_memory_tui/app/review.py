@@ -1,38 +1,24 @@
 """What the reviewer's app knows, without Textual: which file holds each shown record and
 what changed since it last looked (``Index``), each tab's membership rule, the Session tab's
-groups, the banners' text, the writes in flight (so a record is never written twice at
-once, and the status line can say what runs), the status line's words, and the new proposals
-counted into notifications (``Announcements``).
+groups, the banners' text, the status line's words, and the new proposals counted into
+notifications (``Announcements``). The writes in flight are ``write_queue``'s.
 
-The app (``app/app.py``) wires this to its widgets; nothing here draws or imports textual
-(tests/test_import_hygiene.py holds that line for every module outside ``app/``).
+The app and its main screen wire this to their widgets; nothing here draws or imports textual
+(tests/test_import_hygiene.py holds that line).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .governance import ConflictIndex
-from .model import Record, Scope, Status
-from .paths import StorePaths
-from .present import visible
-from .store import FileView
-from .store.maintenance import other_roots
-
-
-@dataclass(slots=True)
-class Running:
-    """One write asked for: the record ids it writes, what the status line says, and when it
-    started (None while it waits its turn behind the writes asked before it)."""
-
-    keys: tuple[str, ...]
-    label: str
-    started: float | None = None
-
+from ..governance import ConflictIndex
+from ..model import Record, Scope, Status
+from ..paths import StorePaths
+from ..present import visible
+from ..store import FileView, other_roots
 
 # What a sync compares per file: epoch, lines applied, corrupt, read-only, foreign, newer-schema.
 Mark = tuple[int, int, int, bool, int, int]
@@ -217,61 +203,6 @@ def foreign_notes(view: FileView, paths: StorePaths) -> list[str]:
     if others:
         notes.append(f"ⓘ {others} line(s) in {name} of other scopeKeys: kept, not shown")
     return notes
-
-
-@dataclass(slots=True)
-class ReviewState:
-    """The app's state that is not a widget's: the records shown and where they live, and
-    the writes running and waiting their turn."""
-
-    index: Index = field(default_factory=Index)
-    # The writes asked for, oldest first: at most one started, the rest waiting their turn.
-    running: dict[int, Running] = field(default_factory=dict)
-    _next: int = 0
-
-    @property
-    def writing(self) -> set[str]:
-        """The record ids a write running or waiting its turn will write."""
-        return {k for run in self.running.values() for k in run.keys}
-
-    @property
-    def queued(self) -> int:
-        """How many writes wait their turn behind the running one."""
-        return sum(1 for run in self.running.values() if run.started is None)
-
-    def write_queued(self, keys: Iterable[str], label: str) -> int:
-        """Note a write asked for, behind every write asked before it; returns its token for
-        ``next_write`` and ``write_ended``."""
-        self._next += 1
-        self.running[self._next] = Running(tuple(keys), label)
-        return self._next
-
-    def next_write(self, now: float | None = None) -> int | None:
-        """The token of the write whose turn it is, now marked started; None while one runs
-        or none waits. Writes run one at a time, in the order they were asked for."""
-        if any(run.started is not None for run in self.running.values()):
-            return None
-        token = next(iter(self.running), None)  # a dict keeps the order writes were asked
-        if token is not None:
-            self.running[token].started = time.monotonic() if now is None else now
-        return token
-
-    def write_ended(self, token: int) -> None:
-        self.running.pop(token, None)
-
-    def progress(self, now: float | None = None) -> str:
-        """The status line's words for the writes ("" when none): the running one's label,
-        how long it has run once that is a second or more, and how many wait their turn."""
-        run = next((r for r in self.running.values() if r.started is not None), None)
-        if run is None or run.started is None:
-            return ""
-        elapsed = (time.monotonic() if now is None else now) - run.started
-        text = f"{run.label}…"
-        if elapsed >= 1:
-            text += f" {elapsed:.0f} s"
-        if self.queued:
-            text += f" (+{self.queued} queued)"
-        return text
 
 
 def safe_text(text: str, limit: int = 40) -> str:
