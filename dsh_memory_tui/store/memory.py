@@ -46,15 +46,18 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
-from . import maintenance, transitions, writer
 from .view import FileChange, FileView
-from .writer import CompactResult, Rewrite
 
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
 T = TypeVar("T")
 if TYPE_CHECKING:  # citations load with the first record that has some (or asks for them)
     from ..sources import Citation, Sources
+
+    # The write path, maintenance and the reviewer's writes load with the first that runs: a
+    # command that only reads (`list`, `show`) needs none of them.
+    from . import maintenance, transitions
+    from .writer import CompactResult, Rewrite
 
 # Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
 Cites = Iterable["str | Citation"]
@@ -330,6 +333,8 @@ class MemoryStore:
         run again if another writer got in first; it may raise ``StoreError``). ``about``:
         the only ids whose records ``build`` reads, when that is so.
         """
+        from . import writer
+
         self.check_writable(file, confirm_shared)
         return writer.write(
             self.view(file), build, clock=self.clock, migrate=self._migrate, about=about
@@ -347,6 +352,8 @@ class MemoryStore:
         nothing, and a value), stage the replacement, then take the lock for its renames
         alone (``writer.rewrite``). Returns the value and what the rewrite did.
         """
+        from . import writer
+
         self.check_writable(file, confirm_shared)
         return writer.rewrite(self.view(file), decide, clock=self.clock, migrate=self._migrate)
 
@@ -374,6 +381,8 @@ class MemoryStore:
         return self.write(view.file, build, confirm_shared=confirm_shared, about=[record_id])
 
     def _migrate(self, entry: ParsedLine, location: Location) -> Record | None:
+        from . import maintenance
+
         return maintenance.migrate_line(entry, location, self.paths)
 
     # ----------------------------------------------------------------- writing: records
@@ -615,6 +624,8 @@ class MemoryStore:
     ) -> Record:
         """One governance action on one record (``transitions.apply``): INVALID_TRANSITION
         when the host's rules refuse it in this state."""
+        from . import transitions
+
         return transitions.apply(
             self,
             action,
@@ -659,6 +670,8 @@ class MemoryStore:
         confirm_shared: bool = False,
     ) -> tuple[list[Record], list[tuple[str, str]]]:
         """``apply_many``: (written, skipped with why) (``transitions.apply_many_report``)."""
+        from . import transitions
+
         return transitions.apply_many_report(
             self, action, record_ids, reason=reason, confirm_shared=confirm_shared
         )
@@ -673,20 +686,28 @@ class MemoryStore:
     def reverify_citations(self, record_id: str, **kw: Any) -> Record:
         """Its citations take today's text and it is verified again, in one locked write
         (``transitions.reverify_citations``: INVALID_TRANSITION, INVALID_CITATION)."""
+        from . import transitions
+
         return transitions.reverify_citations(self, record_id, **kw)
 
     def keep(self, record_id: str, **kw: Any) -> transitions.KeepResult:
         """Keep this version of its conflict group, in one locked batch (``transitions.keep``:
         INVALID_TRANSITION when it has no rival or cannot be kept)."""
+        from . import transitions
+
         return transitions.keep(self, record_id, **kw)
 
     def merge(self, keep_id: str, other_id: str, **kw: Any) -> transitions.MergeResult:
         """Merge two records of one file into a new revision of ``keep_id``, in one locked
         write (``transitions.merge``)."""
+        from . import transitions
+
         return transitions.merge(self, keep_id, other_id, **kw)
 
     def adoptable(self, file: StoreFile) -> dict[str, int]:
         """Lines of ``file`` keyed to another workspace's rootId, per rootId (``adopt``'s)."""
+        from . import maintenance
+
         view = self.view(file)
         view.refresh()
         return maintenance.other_roots(view, self.paths)
@@ -699,6 +720,8 @@ class MemoryStore:
         other one) get this workspace's rootId, in one rewrite that keeps each line, and so
         each record's history (``maintenance.adoption``). The host then shows them.
         """
+        from . import maintenance
+
         if file.scope not in (Scope.PROJECT, Scope.SHARED):
             raise StoreError(
                 ErrorCode.USAGE,
@@ -719,6 +742,8 @@ class MemoryStore:
         record the host forgot still holds its text: forgetting it here erases it. Other
         records keep their history. FORGOTTEN when its text is erased already.
         """
+        from .writer import Rewrite
+
         view, _ = self.locate(record_id)
 
         def decide(view: FileView) -> tuple[Rewrite, Record]:
@@ -787,6 +812,7 @@ class MemoryStore:
         quarantining corrupt lines, and erase the text the host's forget keeps; works on a file
         over the cap too (the only way to shrink it).
         """
+        from .writer import CompactResult, Rewrite
 
         def decide(view: FileView) -> tuple[Rewrite | None, None]:
             return (Rewrite(compact=True) if view.exists else None), None
@@ -798,6 +824,8 @@ class MemoryStore:
         """Corrupt lines, torn tails, oversized and unsafe files of every scope, and files an
         earlier version of this program wrote (``maintenance.check``).
         """
+        from . import maintenance, writer
+        from .writer import Rewrite
 
         def clean(file: StoreFile) -> bool:
             """Rewrite a file with problems (compacted if oversized); True if still too big."""
