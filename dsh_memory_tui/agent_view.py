@@ -333,21 +333,21 @@ def _ranked(
         query = check_query(query)
     records: list[Record] = []
     withheld = withheld_ids(store, files)
-    for view in _views(store, files):
-        if cache is not None:
-            served = cache.served(view, at)
-        else:
-            served = [r for r in view.current.values() if is_served(r, at)]
-        # Citations are checked at each request (a stat per cited file): code changes
-        # without any line of the store changing.
-        with store.sources.batch():
-            records.extend(
-                r
-                for r in served
-                if (wanted_type is None or r.type is wanted_type)
-                and r.id not in withheld
-                and store.sources.holds(r)
-            )
+    with store.sources.batch():  # one stat per cited file for the whole request
+        for view in _views(store, files):
+            if cache is not None:
+                served = cache.served(view, at)
+            else:
+                served = [r for r in view.current.values() if is_served(r, at)]
+            if wanted_type is not None or withheld:
+                served = [
+                    r
+                    for r in served
+                    if (wanted_type is None or r.type is wanted_type) and r.id not in withheld
+                ]
+            # Citations are checked at each request (a stat per cited file): code changes
+            # without any line of the store changing.
+            records.extend(store.sources.holding(served))
     keyed: list[tuple[tuple[int | bool, ...], Record]]
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).

@@ -52,9 +52,12 @@ _ELSEWHERE = (
 )
 
 
-def environment() -> dict[str, str]:
-    """The environment every git command of the package runs in."""
+def environment(index: Path | None = None) -> dict[str, str]:
+    """The environment every git command of the package runs in; ``index``: a copy of the
+    index to use instead of the repository's (``GIT_INDEX_FILE``)."""
     env = {k: v for k, v in os.environ.items() if k not in _ELSEWHERE}
+    if index is not None:
+        env["GIT_INDEX_FILE"] = os.fspath(index)
     env.update(
         LC_ALL="C",
         LANGUAGE="C",
@@ -80,10 +83,16 @@ def _name(args: tuple[str, ...]) -> str:
     return "git " + (args[0] if args else "")
 
 
-def run(cwd: Path, *args: str, input: bytes | None = None, timeout: float = TIMEOUT) -> bytes:
+def run(
+    cwd: Path,
+    *args: str,
+    input: bytes | None = None,
+    timeout: float = TIMEOUT,
+    index: Path | None = None,
+) -> bytes:
     """``git args`` in ``cwd``: its standard output. ``GIT_FAILED`` when git is not installed,
     exits non-zero (git's last line of complaint in the message) or does not finish in
-    ``timeout`` seconds (said in the message).
+    ``timeout`` seconds (said in the message). ``index``: as ``environment``.
     """
     try:
         done = subprocess.run(
@@ -92,7 +101,7 @@ def run(cwd: Path, *args: str, input: bytes | None = None, timeout: float = TIME
             input=input if input is not None else b"",  # never the caller's own stdin
             capture_output=True,
             timeout=timeout,
-            env=environment(),
+            env=environment(index),
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -112,10 +121,12 @@ def run(cwd: Path, *args: str, input: bytes | None = None, timeout: float = TIME
     return done.stdout
 
 
-def attempt(cwd: Path, *args: str, input: bytes | None = None) -> bytes | None:
+def attempt(
+    cwd: Path, *args: str, input: bytes | None = None, index: Path | None = None
+) -> bytes | None:
     """``run``, or None wherever ``run`` raises (the caller goes on without git's answer)."""
     try:
-        return run(cwd, *args, input=input)
+        return run(cwd, *args, input=input, index=index)
     except StoreError:
         return None
 

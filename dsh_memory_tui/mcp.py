@@ -88,8 +88,12 @@ PROPOSE_DESCRIPTION = (
     "Propose a durable project decision, preference, convention, or fact for the user to "
     "review and keep in local Workspace Memory. Proposals are stored unverified and are never "
     "injected into the model context automatically; the user must confirm them. Cite the "
-    "workspace files (and lines) the memory rests on in `citations`: the reviewer sees them, "
-    "and when that code changes the memory stops being served until it is re-verified."
+    "code the memory rests on in `citations`: the reviewer sees it, and when that code "
+    "changes the memory stops being served until it is re-verified. Cite a function, method "
+    'or class by name ({path, symbol}, e.g. {"path": "src/net.py", "symbol": '
+    '"Client.fetch"}) rather than by lines: a symbol citation follows the code when it '
+    "moves or is reformatted, and raises an alarm only when the code itself changes. Use "
+    "lines ({path, startLine, endLine}) for what is not one definition."
 )
 SEARCH_DESCRIPTION = (
     "Search the Workspace Memory a human verified (this project, this user, this session): "
@@ -196,7 +200,7 @@ class MemoryServer:
         citations: Any = None,
     ) -> str:
         """The host's ``proposeMemory`` and its answer; ``citations``: a list of
-        ``{path, startLine?, endLine?}`` (INVALID_CITATION when one is not).
+        ``{path, symbol?, startLine?, endLine?}`` (INVALID_CITATION when one is not).
         """
         # The host's assertProposalArgs, in its order, with its messages.
         _host_check(
@@ -315,12 +319,12 @@ class MemoryServer:
 
 
 def citations_arg(value: Any) -> list[Citation]:
-    """The ``citations`` argument as citations: a list of ``{path, startLine?, endLine?}``
-    (both lines or neither). INVALID_CITATION otherwise.
+    """The ``citations`` argument as citations: a list of ``{path, symbol}`` or ``{path,
+    startLine?, endLine?}`` (both lines or neither). INVALID_CITATION otherwise.
     """
     if value is None:
         return []
-    shape = "citations are a list of {path, startLine?, endLine?}"
+    shape = "citations are a list of {path, symbol} or {path, startLine?, endLine?}"
     if not isinstance(value, list):
         raise StoreError(ErrorCode.INVALID_CITATION, shape)
     out = []
@@ -328,6 +332,12 @@ def citations_arg(value: Any) -> list[Citation]:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
             raise StoreError(ErrorCode.INVALID_CITATION, shape)
         start, end = item.get("startLine"), item.get("endLine")
+        symbol = item.get("symbol")
+        if symbol is not None:
+            if not isinstance(symbol, str) or start is not None or end is not None:
+                raise StoreError(ErrorCode.INVALID_CITATION, shape)
+            out.append(Citation.parse(f"{item['path']}#{symbol}"))
+            continue
         if start is None and end is None:
             out.append(Citation.parse(item["path"]))
             continue
@@ -451,9 +461,11 @@ def build_server(memory: MemoryServer) -> Any:
             Any,
             Field(
                 description=(
-                    "The workspace files this memory rests on (at most 32): each a path "
-                    "relative to the workspace and, for part of it, its lines (1-based, "
-                    "inclusive). Cite what a reviewer should check."
+                    "The code this memory rests on (at most 32): each a path relative to "
+                    "the workspace and, for part of it, a symbol (a function, method or "
+                    "class by its dotted name: Client.fetch) or lines (1-based, inclusive). "
+                    "Prefer a symbol: it follows the code when it moves. Cite what a "
+                    "reviewer should check."
                 ),
                 json_schema_extra={
                     "type": "array",
@@ -462,6 +474,7 @@ def build_server(memory: MemoryServer) -> Any:
                         "type": "object",
                         "properties": {
                             "path": text,
+                            "symbol": text,
                             "startLine": {"type": "integer", "minimum": 1},
                             "endLine": {"type": "integer", "minimum": 1},
                         },

@@ -545,3 +545,15 @@ def plain_json(record: Record) -> bool:
         if ref.__pydantic_extra__ or not _simple(ref.__dict__["contentHash"]):
             return False
     return True
+
+
+def json_in_rust(obj: Any, indent: int) -> str | None:
+    """``obj`` (plain data: strings, integers, booleans, None, lists, dicts) as indented JSON
+    serialized in Rust (the same text as the json module's, faster); None when pydantic-core
+    cannot (a lone surrogate)."""
+    from pydantic_core import PydanticSerializationError, to_json
+
+    try:
+        return to_json(obj, indent=indent).decode()
+    except PydanticSerializationError:
+        return None

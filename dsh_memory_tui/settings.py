@@ -95,7 +95,9 @@ def budget_bytes(value: object = None) -> int:
     if number < MIN_BUDGET_BYTES:
         raise StoreError(
             ErrorCode.USAGE,
-            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES}",
+            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES} "
+            f"(room for the heading and the line naming what was cut; the default is "
+            f"{DEFAULT_BUDGET_BYTES})",
         )
     return number
 

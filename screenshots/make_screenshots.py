@@ -106,7 +106,7 @@ async def review_and_history(pilot: Pilot, app: MemoryApp, save: Callable[[str],
     await pilot.press("ctrl+s")
     await pilot.pause(0.3)
     save("edit-validation-error")
-    await pilot.press("escape")
+    await pilot.press("escape", "escape")  # the form had changes: the first escape asks
     await wait_until(pilot, lambda: not isinstance(app.screen, RecordForm))
 
     await pilot.press("I")
@@ -129,6 +129,55 @@ async def review_and_history(pilot: Pilot, app: MemoryApp, save: Callable[[str],
     save("conflict-view")
 
 
+RETRY_PY = """\
+import time
+
+
+def fetch(url, attempts=3):
+    for attempt in range(attempts):
+        try:
+            return get(url)
+        except TimeoutError:
+            time.sleep(2**attempt)  # exponential backoff
+    raise TimeoutError(url)
+"""
+CITED = "fetch() retries 3 times with exponential backoff"
+
+
+def cite_code_that_then_changes(demo: DemoPaths) -> None:
+    """A verified memory citing src/net/retry.py, whose code then changed: what d shows."""
+    source = demo.workspace / "src" / "net" / "retry.py"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text(RETRY_PY)
+    store = MemoryStore(StorePaths.resolve(demo.home, demo.workspace, demo.user))
+    cited = store.create(
+        "project",
+        "fact",
+        CITED,
+        "Calls to `fetch()` retry on a timeout, 3 attempts, sleeping 1, 2, 4 s.",
+        citations=["src/net/retry.py:4-10"],
+    )
+    store.apply("verify", cited.id)
+    source.write_text(RETRY_PY.replace("attempts=3", "attempts=5").replace("2**attempt", "1"))
+
+
+async def diff_and_unsaved(pilot: Pilot, app: MemoryApp, save: Callable[[str], None]) -> None:
+    await tab(pilot, app, "project", "3")
+    app.pane("project").table.move_cursor_to_key(record_id(app, "project", CITED))
+    await wait_until(pilot, lambda: "changed" in app.pane("project").detail.text)
+    await pilot.press("d")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "SourceDiffScreen")
+    save("diff-view")
+    await pilot.press("escape")
+    await wait_until(pilot, lambda: type(app.screen).__name__ != "SourceDiffScreen")
+    await pilot.press("e")
+    await wait_until(pilot, lambda: isinstance(app.screen, RecordForm))
+    await pilot.press(*" (5 attempts now)", "escape")
+    app.screen.query_one("#title", Input).cursor_blink = False
+    await wait_until(pilot, lambda: "Unsaved" in str(app.screen.query_one("#form-error").render()))
+    save("unsaved-changes")
+
+
 async def read_only(pilot: Pilot, app: MemoryApp, save: Callable[[str], None]) -> None:
     await tab(pilot, app, "project", "3")
     save("read-only-banner")
@@ -139,11 +188,15 @@ async def shoot(out: Path) -> None:
         root = Path(tmp)
         os.environ["HOME"] = str(root)  # what the app shows under it reads "~/..."
         shutil.copy(BUNDLE, root / BUNDLE.name)
-        demo = build_demo(root / "demo")
         big = build_demo(root / "big")
         pad_past_cap(big.workspace)
         for suffix, size in SIZES.items():
-            for where, scenario in ((demo, review_and_history), (big, read_only)):
+            # A new demo for each size: a picture's writes (d records the stale transition,
+            # and the first write quarantines the demo's corrupt line) change the next's.
+            demo = build_demo(root / f"demo{suffix}")
+            cite_code_that_then_changes(demo)
+            scenarios = ((demo, review_and_history), (demo, diff_and_unsaved), (big, read_only))
+            for where, scenario in scenarios:
                 app = open_app(where)
                 async with app.run_test(size=size) as pilot:
                     await loaded(pilot, app)

@@ -117,3 +117,63 @@ def test_a_fresh_reader_sees_the_same_states(tmp_path):
     fresh = Sources(ws)
     states = {rs.record.id: rs.needs_review for rs in report(fresh, store.records())}
     assert states == {ok: False, bad: True}
+
+
+def _cited_stats(monkeypatch, ws) -> list[str]:
+    """Every ``os.stat`` of a file under ``ws`` from now on."""
+    seen: list[str] = []
+    real = os.stat
+    top = os.path.realpath(ws)
+
+    def counting(path, *args, **kwargs):
+        if os.fspath(path).startswith(top):
+            seen.append(os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting)
+    return seen
+
+
+def _many(store, ws) -> list[str]:
+    """Ten records citing three files, thirty citations in all."""
+    for name in ("a.py", "b.py", "c.py"):
+        (ws / name).write_text("".join(f"{name} {i}\n" for i in range(1, 21)))
+    cites = [f"{n}:{i}-{i + 1}" for n in ("a.py", "b.py", "c.py") for i in range(1, 11)]
+    return [verified(store, *cites[i::10], title=f"r{i}") for i in range(10)]
+
+
+def test_a_check_reads_each_changed_file_once_for_all_its_citations(tmp_path, monkeypatch):
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    _many(store, ws)
+    records = store.records()
+    fresh = Sources(ws)
+    stats = _cited_stats(monkeypatch, ws)
+    assert not any(rs.needs_review for rs in report(fresh, records))
+    assert fresh.reads == 3  # one read per file, whatever its ten citations
+    assert sorted(os.path.basename(p) for p in stats) == ["a.py", "b.py", "c.py"]
+    stats.clear()
+    (ws / "b.py").write_text((ws / "b.py").read_text().replace("b.py 5\n", "b.py five\n"))
+    found = report(fresh, records)
+    assert fresh.reads == 4  # only the changed file again
+    assert len(stats) == 3  # one stat per file per check
+    assert sum(rs.needs_review for rs in found) == 2  # b.py:4-5 and b.py:5-6
+
+
+async def test_the_mcp_server_keeps_its_states_and_rechecks_only_changed_files(tmp_path):
+    from dsh_memory_tui.mcp import MemoryServer
+
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    ids = _many(store, ws)
+    server = MemoryServer(store_on(home, ws), "s1")
+    sources = server.store.sources
+    assert len(server.view().records) == 10
+    reads = sources.reads
+    for _ in range(3):
+        assert len(server.view(query="r").records) == 10
+    assert sources.reads == reads  # nothing changed: stats only
+    (ws / "c.py").write_text((ws / "c.py").read_text().replace("c.py 10\n", "c.py ten\n"))
+    served = {r.id for r in server.view().records}
+    assert sources.reads == reads + 1
+    assert served == set(ids) - {ids[8], ids[9]}  # c.py:9-10 and c.py:10-11

@@ -73,6 +73,7 @@ def test_the_cli_imports_only_what_its_commands_share():
         "rich",
         "mcp",
         "watchfiles",
+        "tree_sitter",
         "logging",
         "dsh_memory_tui.app",
         "dsh_memory_tui.mcp",

@@ -19,8 +19,10 @@ from enum import Enum, StrEnum
 
 from ..errors import ErrorCode, StoreError
 from ..governance import Action, forgotten_error, is_erased, keep_refusal, refused
-from ..model import Record, Scope, Status, Verification
-from ..present import MARKER_HELP
+from ..lint import FLAG_KINDS
+from ..model import Origin, Record, RecordType, Scope, Status, Verification
+from ..present import MARKER_HELP, SHORT_ORIGIN
+from .citations import REREVIEW_FLAG
 
 # (code, one line): a StoreError's code, or UNAVAILABLE for the app's own reasons.
 Refusal = tuple[str, str]
@@ -241,10 +243,49 @@ def _pinnable(records: Sequence[Record], here: Here) -> Refusal | None:
     return _governed(governed, chosen, here.now)
 
 
+def _reverifiable(records: Sequence[Record], here: Here) -> Refusal | None:
+    """The host's reverify (a stale record), or a verified record whose cited code changed:
+    re-verify re-anchors its citations (``reverify_citations``)."""
+    if any(r.id in here.rereview for r in records):
+        return None
+    return _governed(Action.REVERIFY, records, here.now)
+
+
 def _cites_a_file(records: Sequence[Record], here: Here) -> Refusal | None:
     if any(r.kind == "file" for r in records[0].governance.sourceRefs):
         return None
     return ("UNAVAILABLE", "this record cites no file (e edits its citations)")
+
+
+# ------------------------------------------------------------------ the filter's words
+
+# What the filter box (``/``) takes besides words: states, and fields by prefix with the values
+# each takes (a value is a prefix of one; tag: and conflict: take any). The filter's parser
+# (``panes.RecordFilter``), its placeholder and its help line are all made from these, in this
+# order (the placeholder shows what fits its width).
+FILTER_FLAGS = ("pinned", "stale", "expired", REREVIEW_FLAG)
+FILTER_FIELDS = ("flag", "conflict", "type", "status", "origin", "verification", "scope", "tag")
+FIELD_VALUES: dict[str, tuple[str, ...]] = {
+    "type": tuple(t.value for t in RecordType),
+    "status": tuple(s.value for s in Status),
+    "verification": tuple(v.value for v in Verification),
+    "origin": tuple(o.value for o in Origin) + tuple(SHORT_ORIGIN.values()),
+    "flag": (*FLAG_KINDS, "any"),
+    "scope": tuple(s.value for s in Scope),
+}
+FILTER_WORDS = ("words", *FILTER_FLAGS, *(f"{name}:" for name in FILTER_FIELDS))
+
+
+def filter_hint(width: int | None = None) -> str:
+    """The filter box's placeholder: every word it takes, or at ``width`` columns those that
+    fit and a pointer to the help, which lists them all."""
+    full = f"filter: {', '.join(FILTER_WORDS)}   (/ to focus)"
+    if width is None or len(full) <= width:
+        return full
+    words = list(FILTER_WORDS)
+    while words and len(hint := f"filter: {', '.join(words)}, … (? lists all)") > width:
+        words.pop()
+    return hint if words else "filter: … (? lists all)"
 
 
 # ------------------------------------------------------------------ the declarations
@@ -355,9 +396,9 @@ ACTIONS: list[AppAction] = [
         Name.REVERIFY,
         "R",
         "Reverify",
-        "re-verify a stale record (edited or expired since)",
-        Action.REVERIFY,
-        None,
+        "re-verify a stale record, or one whose cited code changed",
+        None,  # the host's reverify, or a verified record's citations (_reverifiable)
+        _reverifiable,
     ),
     _transition(
         Name.PIN,
@@ -399,7 +440,7 @@ ACTIONS: list[AppAction] = [
         action=Name.FILTER,
         key="slash",
         label="Filter",
-        help="filter: words, pinned, stale, expired, conflict:, type: ...",
+        help=f"filter: {', '.join(FILTER_WORDS)} (a prefix given twice matches either)",
         shown_in=EVERYWHERE,
         needs=Needs.NOTHING,
         writes=Writes.NOTHING,

@@ -5,14 +5,23 @@ own is "this workspace"; another workspace's is shortened where room is short.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ..model import Record, Scope, is_root_id
+from ..paths import shown_path
 from ..team import short_root
 
 THIS_WORKSPACE = "this workspace"
 # Said wherever a shared-project record is acted on: its file is committed with the project.
 SHARED_WARNING = "⚠ seen by the whole team (committed with the project)"
 _SHORT_ROOT = len("root:") + 12
+
+
+def home_path(path: Path | str) -> str:
+    """``path`` as the app shows it: under the home directory as ``~/...`` (shorter at 80
+    columns), bytes that are not UTF-8 as ``\\xNN`` (``paths.shown_path``)."""
+    text, home = shown_path(path), shown_path(Path.home())
+    return "~" + text[len(home) :] if home != "/" and text.startswith(home + "/") else text
 
 
 def split_session_key(scope_key: str) -> tuple[str, str | None]:

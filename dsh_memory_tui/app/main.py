@@ -9,11 +9,12 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode, StoreError
-from ..paths import StorePaths
+from ..paths import StorePaths, resolve_home
 from ..settings import Settings, check_environment, load_settings, save_settings
 from ..usage import UsageError, UsageParser
 
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--theme",
         type=_theme,
         help="the colour theme for this run (default: the one last chosen in the palette, "
-        "kept in DSH_HOME/dsh-memory-tui.json)",
+        "kept in DSH_HOME/dsh-memory-tui.json, your own with --demo too)",
     )
     return p
 
@@ -75,6 +76,50 @@ def remember_theme(app: MemoryApp, home: Path, started: str) -> None:
         print(f"note: the theme is not remembered: {exc}", file=sys.stderr)
 
 
+@dataclass
+class Opened:
+    """What ``open_app`` made: the app, the home its theme is kept in, the demo's simulator."""
+
+    app: MemoryApp
+    # The user's own home, ``--demo`` or not: the demo's is deleted at exit, and a theme
+    # chosen in the demo is the next real run's too.
+    settings_home: Path
+    live: threading.Event | None = None
+
+
+def open_app(args: argparse.Namespace) -> Opened:
+    """The app for ``args``: on a new demo store (its live simulator started) or the store the
+    flags name. StoreError for a store that cannot be read."""
+    live: threading.Event | None = None
+    if args.demo:
+        from ..demo import build_demo, run_live
+
+        root = tempfile.mkdtemp(prefix="dsh-memory-demo-")
+        atexit.register(shutil.rmtree, root, True)
+        demo = build_demo(root)
+        paths = StorePaths.resolve(demo.home, demo.workspace, demo.user)
+        # The live simulator writes through its own store, as another process would.
+        live = threading.Event()
+        threading.Thread(
+            target=run_live, args=(demo,), kwargs={"stop": live}, name="demo-live", daemon=True
+        ).start()
+    else:
+        paths = StorePaths.resolve(args.home, args.workspace, args.user)
+    from ..store import MemoryStore, check_readable
+    from .app import MemoryApp
+
+    store = MemoryStore(paths)
+    try:
+        # An unreadable or unsafe store is an error here, not a traceback; the app loads it.
+        check_readable(store.files())
+    except StoreError:
+        if live is not None:
+            live.set()
+        raise
+    app = MemoryApp(store, session=args.session, watch=not args.no_watch, demo=args.demo)
+    return Opened(app, resolve_home(args.home), live)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -83,33 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    live: threading.Event | None = None
+    opened: Opened | None = None
     try:
         check_environment()  # every setting, before anything is opened
-        if args.demo:
-            from ..demo import build_demo, run_live
-
-            root = tempfile.mkdtemp(prefix="dsh-memory-demo-")
-            atexit.register(shutil.rmtree, root, True)
-            demo = build_demo(root)
-            paths = StorePaths.resolve(demo.home, demo.workspace, demo.user)
-            # The live simulator writes through its own store, as another process would.
-            live = threading.Event()
-            threading.Thread(
-                target=run_live, args=(demo,), kwargs={"stop": live}, name="demo-live", daemon=True
-            ).start()
-        else:
-            paths = StorePaths.resolve(args.home, args.workspace, args.user)
-        from ..store import MemoryStore, check_readable
-        from .app import MemoryApp
-
-        store = MemoryStore(paths)
-        # An unreadable or unsafe store is an error here, not a traceback; the app loads it.
-        check_readable(store.files())
-        app = MemoryApp(store, session=args.session, watch=not args.no_watch, demo=args.demo)
-        started = apply_theme(app, paths.home, args.theme)
+        opened = open_app(args)
+        app = opened.app
+        started = apply_theme(app, opened.settings_home, args.theme)
         app.run()
-        remember_theme(app, paths.home, started)
+        remember_theme(app, opened.settings_home, started)
         if app.startup_error is not None:
             raise app.startup_error
         if app.return_code:
@@ -120,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        if live is not None:
-            live.set()
+        if opened is not None and opened.live is not None:
+            opened.live.set()
     return 0
 
 

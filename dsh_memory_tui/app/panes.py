@@ -14,9 +14,10 @@ from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.widgets import Static
 
-from ..lint import FLAG_KINDS, Flag, kinds
-from ..model import Origin, Record, RecordType, Scope, Status, Verification, now_ms
+from ..lint import Flag, kinds
+from ..model import Record, Scope, Status, Verification, now_ms
 from ..present import SHORT_ORIGIN, expired_at, markers, when
+from .actions import FIELD_VALUES, FILTER_FIELDS, FILTER_FLAGS, filter_hint
 from .citations import REREVIEW_FLAG
 from .evidence import Evidence
 from .labels import session_label
@@ -54,23 +55,14 @@ SCOPE_CELL = {
     Scope.USER: "user",
 }
 
-FILTER_FIELDS = ("type", "status", "origin", "verification", "scope", "tag", "conflict", "flag")
-# The values a field can take (a filter value is a prefix of one); tag: and conflict: take any.
-FIELD_VALUES: dict[str, tuple[str, ...]] = {
-    "type": tuple(t.value for t in RecordType),
-    "status": tuple(s.value for s in Status),
-    "verification": tuple(v.value for v in Verification),
-    "origin": tuple(o.value for o in Origin) + tuple(SHORT_ORIGIN.values()),
-    "flag": (*FLAG_KINDS, "any"),
-    "scope": tuple(s.value for s in Scope),
-}
-# Words that are states, not text: "pinned", "stale" (edited or expired since verified), "expired".
-FILTER_FLAGS = ("pinned", "stale", "expired", REREVIEW_FLAG)
-FILTER_HINT = (
-    "filter: words, pinned, stale, expired, conflict:, or type: status: origin: "
-    "verification: scope: tag:   (/ to focus)"
-)
 GROUP_PREFIX = "group:"
+
+
+class FilterBox(OrderedInput):
+    """The filter box: its placeholder names what the filter takes, as much as fits."""
+
+    def on_resize(self) -> None:
+        self.placeholder = filter_hint(self.content_size.width)
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,7 +382,7 @@ class RecordPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="banner hidden", id=f"banner-{self.spec.id}")
-        yield OrderedInput(placeholder=FILTER_HINT, classes="filter", id=f"filter-{self.spec.id}")
+        yield FilterBox(placeholder=filter_hint(), classes="filter", id=f"filter-{self.spec.id}")
         yield Static("", classes="filter-problems hidden", id=f"filter-problems-{self.spec.id}")
         with Container(classes="split"):
             columns = REVIEW_COLUMNS if self.review else COLUMNS

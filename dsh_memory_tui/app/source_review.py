@@ -11,9 +11,16 @@ from typing import TYPE_CHECKING
 
 from ..errors import StoreError
 from ..model import Record, Scope, Verification
-from ..sources import Check, RecordSources
+from ..sources import Check, RecordSources, Unlocated
 from .citations import CitationStates, check
-from .screens.source_diff import ARCHIVE, EDIT, FORGET, REVERIFY, SourceDiffScreen
+from .screens.source_diff import (
+    ARCHIVE,
+    EDIT,
+    FORGET,
+    REVERIFY,
+    CitationLinesDialog,
+    SourceDiffScreen,
+)
 
 if TYPE_CHECKING:
     from .screens.main import MainScreen
@@ -115,12 +122,35 @@ class SourceReview:
         if action is None or record is None:
             return
         if action == REVERIFY:
-            store = self.screen.host.store
-            self.screen.host.run_write(
-                [record.scope],
-                lambda confirmed: store.reverify_citations(record_id, confirm_shared=confirmed),
-                "re-verified: its citations now hold today's text",
-                keys=[record_id],
-            )
+            self.reverify(record)
         elif action in (EDIT, ARCHIVE, FORGET):
             self.screen.act_on(record_id, action)
+
+    # ------------------------------------------------------------------ re-verify
+
+    def reverify(self, record: Record, citations: list[str] | None = None) -> None:
+        """``R``: the memory still holds: re-verify it, each citation re-anchored where its
+        text is now (``citations``: these instead). When some cited text cannot be found,
+        ask where it is now (``CitationLinesDialog``, prefilled with the best guess)."""
+        store = self.screen.host.store
+        record_id = record.id
+
+        def unlocated(error: StoreError) -> bool:
+            if not isinstance(error, Unlocated):
+                return False
+            current = self.screen.tabs.record(record_id) or record
+            self.screen.app.push_screen(
+                CitationLinesDialog(current, error),
+                lambda given: None if given is None else self.reverify(current, given),
+            )
+            return True
+
+        self.screen.host.run_write(
+            [record.scope],
+            lambda confirmed: store.reverify_citations(
+                record_id, citations=citations, confirm_shared=confirmed
+            ),
+            "re-verified: its citations hold today's text where it is now",
+            failed=unlocated,
+            keys=[record_id],
+        )

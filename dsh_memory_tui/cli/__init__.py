@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -69,6 +70,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; a usage error names the command it is in and prints that command's
+    usage (argparse reports an unknown flag after a command with the top-level usage, and a
+    command's own flag put before its name, ``dsh-memory --yes-shared verify ID``, likewise)."""
+    args, extras = parser.parse_known_args(argv)
+    if args.command is None:
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        parser.error("a COMMAND is needed (dsh-memory --help lists them)")
+    if extras:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        command_parser = sub.choices[args.command]
+        before = argv[: argv.index(args.command)]
+        misplaced = [x for x in extras if x in before and command_parser.knows(x)]
+        if misplaced == extras:
+            moved = shlex.join(["dsh-memory", *(a for a in argv if a not in extras), *extras])
+            command_parser.error(f"{' '.join(extras)} goes after the command's name: {moved}")
+        command_parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def with_the_fix(error: StoreError, argv: list[str]) -> StoreError:
+    """``error``, and for an unconfirmed shared write the command line that confirms it."""
+    if error.code is ErrorCode.SHARED_WRITE_UNCONFIRMED and "--yes-shared" not in argv:
+        again = shlex.join(["dsh-memory", *argv, "--yes-shared"])
+        return StoreError(error.code, f"{error.message}: {again}")
+    return error
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dsh-memory`` with ``argv`` (default: the process's); returns the exit code."""
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
@@ -82,10 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A lone surrogate (host-valid text: an id, a title) is printed as \udcff, never a
         # UnicodeEncodeError after the command did its work; ``visible`` writes it so too.
         sys.stdout.reconfigure(errors="backslashreplace")
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(argv)
-        if args.command is None:
-            parser.error("a COMMAND is needed (dsh-memory --help lists them)")
+        args = parse(parser, argv)
         if os.environ.get("DSH_DEBUG") == "1":
             # The auto-writer and the store skip failures quietly; this shows why.
             import logging  # here: a command without DSH_DEBUG does not pay for it
@@ -106,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error[{ErrorCode.USAGE}]: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
-        said = str(exc)
+        said = str(with_the_fix(exc, argv))
         print(said, file=sys.stderr)
         return 2 if exc.code == ErrorCode.USAGE else 1
     except KeyboardInterrupt:

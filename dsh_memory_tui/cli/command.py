@@ -174,14 +174,17 @@ BUDGET = arg("--budget-bytes", metavar="N", help=_budget_help)
 
 
 def cite(edit: bool = False) -> Arg:
-    """``--cite PATH[:START-END]``, repeatable; on an edit it replaces the citations."""
+    """``--cite PATH[:START-END|#SYMBOL]``, repeatable; on an edit it replaces the
+    citations."""
     return arg(
         "--cite",
         action="append",
         default=None if edit else [],
-        metavar="PATH[:START-END]",
+        metavar="PATH[:START-END|#SYMBOL]",
         help=(
-            "a workspace file (lines START-END, 1-based) the memory rests on; repeatable"
+            "the code the memory rests on: a workspace file, its lines START-END (1-based) or "
+            "a symbol (a function, method or class by dotted name: src/net.py#Client.fetch, "
+            "which follows the code when it moves); repeatable"
             + ("; replaces its citations" if edit else "")
         ),
     )
@@ -239,6 +242,11 @@ class CommandParser(UsageParser):
     def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
         self._fill()
         return super().parse_known_args(*args, **kwargs)
+
+    def knows(self, flag: str) -> bool:
+        """Whether ``flag`` (``--reason`` or ``--reason=R``) is one of this command's options."""
+        self._fill()
+        return flag.split("=", 1)[0] in self._option_string_actions
 
     def format_usage(self) -> str:
         self._fill()

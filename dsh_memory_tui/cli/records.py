@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ..host_rules import Scope
+from ..errors import ErrorCode, StoreError
+from ..host_rules import SOURCE_REF_KINDS, Scope
 from ..present import json_for_terminal, record_facts, visible
 from ..usage import UsageError
 from .command import (
@@ -21,7 +22,7 @@ from .command import (
     session_of,
     source_ref_type,
 )
-from .printing import clone_names, dump, print_record, print_records, written
+from .printing import clone_names, dump, print_record, print_records, symbol_hints, written
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -133,9 +134,21 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
         confirm_shared=args.yes_shared,
         citations=args.cite,
     )
+    symbol_hints(store, args.cite)
     return written(
         result.id, None if result.written else "an identical record exists; nothing written"
     )
+
+
+def _has_a_source(args: argparse.Namespace) -> None:
+    """The host's rule for a proposal, with the flags that meet it (INVALID_RECORD)."""
+    if not (args.source_ref or args.cite or args.session):
+        raise StoreError(
+            ErrorCode.INVALID_RECORD,
+            "Non-user Memory requires a source reference: say where it came from "
+            f"(--source-ref KIND:ID, KIND one of {', '.join(SOURCE_REF_KINDS)}), cite the "
+            "code it rests on (--cite PATH[:START-END]) or name its session (--session ID)",
+        )
 
 
 @command(
@@ -145,6 +158,7 @@ def cmd_create(store: MemoryStore, args: argparse.Namespace) -> int:
     arg("--source-ref", type=source_ref_type, action="append", default=[], metavar="KIND:ID"),
 )
 def cmd_propose(store: MemoryStore, args: argparse.Namespace) -> int:
+    _has_a_source(args)  # after the settings are checked, as every command's refusals
     result = store.propose(
         args.scope,
         args.type,
@@ -156,6 +170,7 @@ def cmd_propose(store: MemoryStore, args: argparse.Namespace) -> int:
         confirm_shared=args.yes_shared,
         citations=args.cite,
     )
+    symbol_hints(store, args.cite)
     return written(
         result.id, None if result.written else "an identical record exists; nothing written"
     )
@@ -191,6 +206,7 @@ def cmd_edit(store: MemoryStore, args: argparse.Namespace) -> int:
         citations=args.cite,
         confirm_shared=args.yes_shared,
     )
+    symbol_hints(store, args.cite)
     return written(record.id, f"revision {record.governance.revision}")
 
 

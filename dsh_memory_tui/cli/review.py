@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from ..host_rules import Status, Verification
 from ..present import visible
-from .command import YES_SHARED, arg, command, record_id, scope_type
-from .printing import dump, written
+from .command import YES_SHARED, arg, cite, command, record_id, scope_type
+from .printing import dump, dump_plain, symbol_hints, written
 
 if TYPE_CHECKING:  # risk flags, citations and the store load with the command that uses them
     from .. import lint
@@ -25,6 +25,11 @@ def cmd_action(store: MemoryStore, args: argparse.Namespace) -> int:
 
     if args.command == "forget":
         record = store.forget(args.id, confirm_shared=args.yes_shared)
+    elif args.command == "reverify":
+        record = store.reverify_citations(
+            args.id, reason=args.reason, citations=args.cite, confirm_shared=args.yes_shared
+        )
+        symbol_hints(store, args.cite)
     else:
         record = store.apply(
             Action(args.command),
@@ -47,7 +52,11 @@ _REASON = arg("--reason", help="why (needed to verify a record that carries risk
 for _name, _help in (
     ("verify", "mark an unverified record verified"),
     ("reject", "reject an unverified record"),
-    ("reverify", "verify a stale record again"),
+    (
+        "reverify",
+        "verify a stale record again, or one whose cited code changed: each citation takes "
+        "today's text where it is now (--cite: these instead)",
+    ),
     ("pin", "pin a verified record (the agent sees it first)"),
     ("unpin", "unpin a record"),
     ("archive", "archive a record"),
@@ -55,7 +64,8 @@ for _name, _help in (
     ("forget", "erase a record's content for good"),
 ):
     _reason = (_REASON,) if _name in ("verify", "reject", "reverify") else ()
-    command(_name, _help, record_id("id"), *_reason, YES_SHARED)(cmd_action)
+    _cite = (cite(edit=True),) if _name == "reverify" else ()
+    command(_name, _help, record_id("id"), *_reason, *_cite, YES_SHARED)(cmd_action)
 
 
 @command(
@@ -103,6 +113,8 @@ def cmd_merge(store: MemoryStore, args: argparse.Namespace) -> int:
     other = result.other
     word = other.governance.verification.value if other.status is Status.ACTIVE else "archived"
     print(f"{word}: {other.id}")
+    for ref, why in result.dropped:
+        print(visible(f"not kept: {ref.kind} {ref.id} of {other.id} ({why})"))
     return written(result.kept.id, f"merged: revision {result.kept.governance.revision}, verified")
 
 
@@ -197,7 +209,7 @@ def cmd_sources(store: MemoryStore, args: argparse.Namespace) -> int:
         marked = [r.id for r in written_]
     diffs = args.id is not None
     if args.json:
-        dump(
+        dump_plain(
             {
                 "records": [
                     {

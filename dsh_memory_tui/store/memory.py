@@ -126,14 +126,24 @@ class MemoryStore:
             from ..sources import Sources, snapshots_dir
 
             snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
-            got = self.__dict__["_sources"] = Sources(self.paths.workspace, snaps)
+            got = self.__dict__["_sources"] = Sources(
+                self.paths.workspace, snaps, self.paths.root_id, holds_secret
+            )
         return got
 
-    def _cite(self, citations: Cites) -> list[SourceRef]:
-        """``sources.cite_all`` of ``citations`` (none: nothing loaded, ``[]``)."""
+    def _cite(self, citations: Cites, scope: Scope, beside: int = 0) -> list[SourceRef]:
+        """``sources.cite_all`` of ``citations`` for a record of ``scope`` (a user-scope
+        record's name this workspace) beside ``beside`` other refs (none: nothing loaded)."""
         if isinstance(citations, Collection) and not citations:
             return []
-        return self.sources.cite_all(citations)
+        from ..sources import tag_for
+
+        return self.sources.cite_all(citations, tag_for(scope, self.paths.root_id), beside)
+
+    def _keep_snapshots(self, cited: list[SourceRef] | None) -> None:
+        """The snapshots of what was just cited, once its write stood."""
+        if cited:
+            self.sources.keep_snapshots(cited)
 
     # ----------------------------------------------------------------- files and views
 
@@ -495,7 +505,8 @@ class MemoryStore:
         provenance = Provenance(kind=ProvenanceKind.USER)
         if session is not None:
             provenance.sessionId = session[0]
-        return self._new(
+        cited = self._cite(citations, Scope(scope))
+        result = self._new(
             scope,
             record_type,
             title,
@@ -504,9 +515,11 @@ class MemoryStore:
             session,
             provenance,
             Origin.USER_AUTHORED,
-            self._cite(citations),
+            cited,
             confirm_shared,
         )
+        self._keep_snapshots(cited)
+        return result
 
     def propose(
         self,
@@ -527,13 +540,16 @@ class MemoryStore:
         Without ``source_refs`` or ``citations`` and outside a session, INVALID_RECORD (the
         host needs one). INVALID_CITATION for a bad citation; nothing is written.
         """
-        refs = [*source_refs, *self._cite(citations)]
+        refs = list(source_refs)
+        # Counted with the refs beside them before any cited file is read.
+        cited = self._cite(citations, Scope(scope), len(refs) + (session is not None))
+        refs += cited
         provenance = Provenance(kind=ProvenanceKind.AGENT, note="memory proposal")
         if session is not None:
             provenance.sessionId = session[0]
             if not any(r.kind == "session" and r.id == session[0] for r in refs):
                 refs.insert(0, SourceRef(kind="session", id=session[0]))
-        return self._new(
+        result = self._new(
             scope,
             record_type,
             title,
@@ -545,6 +561,8 @@ class MemoryStore:
             refs,
             confirm_shared,
         )
+        self._keep_snapshots(cited)
+        return result
 
     def edit(
         self,
@@ -566,7 +584,11 @@ class MemoryStore:
         READ_ONLY_SCOPE for a session record; FORGOTTEN for a forgotten one;
         INVALID_CITATION for a bad citation.
         """
-        cited = None if citations is None else self._cite(citations)
+        cited = None
+        if citations is not None:
+            record = self.get(record_id)
+            beside = sum(1 for r in record.governance.sourceRefs if r.kind != "file")
+            cited = self._cite(citations, record.scope, beside)
         given = {"title": title, "content": content}
         changes: dict[str, Any] = {}
         if title is not None:
@@ -607,7 +629,9 @@ class MemoryStore:
                 return None
             return edited(current, self.clock(), real, gov)
 
-        return self.revise(record_id, change, confirm_shared=confirm_shared)
+        done = self.revise(record_id, change, confirm_shared=confirm_shared)
+        self._keep_snapshots(cited)
+        return done
 
     # ----------------------------------------------------------------- the reviewer's writes
     # Each is a function of the store in transitions.py (the host's transitions, keep, merge),
@@ -756,7 +780,13 @@ class MemoryStore:
             dead = tombstone(current, self.clock())
             return Rewrite(forget=dead), dead
 
-        return self.rewrite(view.file, decide, confirm_shared=confirm_shared)[0]
+        cited = _file_hashes(view.history(record_id))
+        dead = self.rewrite(view.file, decide, confirm_shared=confirm_shared)[0]
+        if cited:  # its snapshots go too, but a text another record still cites
+            live = self.records(include_inactive=True)
+            cited -= _file_hashes(r for r in live if r.status is not Status.FORGOTTEN)
+            self.sources.kept.erase(cited, everywhere=dead.scope is Scope.USER)
+        return dead
 
     def copy(
         self,
@@ -774,9 +804,13 @@ class MemoryStore:
         refuse_forgotten(source)
         target = self.file_for(to_scope, session)
         gov = source.governance
+        refs = list(gov.sourceRefs)
+        if any(r.kind == "file" for r in refs):
+            from ..sources import placed  # into the user scope, they name this workspace
+
+            refs = placed(refs, target.scope, self.paths.root_id)
         refs = merge_refs(
-            gov.sourceRefs,
-            [SourceRef(kind="import", id=source.id, contentHash=source.contentHash)],
+            refs, [SourceRef(kind="import", id=source.id, contentHash=source.contentHash)]
         )
         if len(refs) > MAX_SOURCE_REFS:
             raise StoreError(
@@ -862,3 +896,22 @@ def _enum(kind: type[T], value: Any, name: str) -> T:
         raise StoreError(
             ErrorCode.INVALID_RECORD, f"{name} {value!r} is not one of {allowed}"
         ) from None
+
+
+def _file_hashes(records: Iterable[Record]) -> set[str]:
+    """Every hash a ``file`` ref of ``records`` holds (``sources.cited_hashes``, unloaded)."""
+    return {
+        ref.contentHash
+        for r in records
+        for ref in r.governance.sourceRefs
+        if ref.kind == "file" and isinstance(ref.contentHash, str)
+    }
+
+
+def holds_secret(data: bytes) -> bool:
+    """Whether ``lint``'s secret detectors flag anything in ``data`` (read as UTF-8): such
+    cited text is never snapshotted into the home."""
+    from .. import lint  # its detectors load on first need: most citations never ask
+
+    found = lint.text_flags(data.decode("utf-8", "replace"), "content")
+    return any(f.kind == "secret" for f in found)

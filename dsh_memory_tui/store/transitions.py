@@ -11,8 +11,8 @@ public methods.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,8 @@ from ..model import (
 from ..paths import StoreFile
 from .view import FileView
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # citations load with the first re-verify or merge that has some
+    from ..sources import Check, Citation
     from .memory import MemoryStore
 
 
@@ -60,10 +61,44 @@ class KeepResult:
 @dataclass(frozen=True, slots=True)
 class MergeResult:
     """What a merge wrote: the kept record's new revision (verified, naming both parents) and
-    the other record (rejected when it was unverified, else archived)."""
+    the other record (rejected when it was unverified, else archived); ``dropped``: the
+    other's source refs the merged record could not keep (past the host's 32, or a citation
+    of the same lines cited at another time), each with why."""
 
     kept: Record
     other: Record
+    dropped: list[tuple[SourceRef, str]] = field(default_factory=list)
+
+
+def merged_refs(keep: Record, other: Record) -> tuple[list[SourceRef], list[tuple[SourceRef, str]]]:
+    """Both records' source refs, the kept one's first, within the host's 32: what a merge
+    keeps, and what of the other's it cannot (with why). A citation of lines the kept record
+    also cites, made at another time (another hash), is the kept record's."""
+    refs = list(keep.governance.sourceRefs)
+    cited = {r.id: r for r in refs if r.kind == "file"}
+    dropped: list[tuple[SourceRef, str]] = []
+    for ref in merge_refs(refs, other.governance.sourceRefs)[len(refs) :]:
+        if ref.kind == "file" and ref.id in cited:
+            dropped.append((ref, f"{keep.id} cites the same lines as they were at another time"))
+        elif len(refs) >= MAX_SOURCE_REFS:
+            dropped.append((ref, f"the host allows {MAX_SOURCE_REFS} source refs"))
+        else:
+            refs.append(ref)
+    return refs, dropped
+
+
+def parents(keep: Record, other: Record, revision: int) -> dict[str, Any]:
+    """The merge revision's parents, as the host's governance design lists them ("merging
+    creates a new revision that lists both parents"): each record's id, revision and content
+    hash as merged. Stored as ``governance.merge`` (ours: the host keeps it until its own
+    rewrite of the record; docs/host.md)."""
+    return {
+        "revision": revision,
+        "parents": [
+            {"id": r.id, "revision": r.governance.revision, "contentHash": r.contentHash}
+            for r in (keep, other)
+        ],
+    }
 
 
 def require_reason(record: Record, reason: str | None) -> None:
@@ -103,6 +138,14 @@ def apply(
     INVALID_TRANSITION when the host's rules refuse it in this state.
     """
     action = Action(action)
+    if action is Action.REVERIFY and _cites(store.get(record_id)):
+        return reverify_citations(
+            store,
+            record_id,
+            reason=reason,
+            base_revision=base_revision,
+            confirm_shared=confirm_shared,
+        )
 
     def change(view: FileView, current: Record) -> Record | None:
         require_revision(current, base_revision)
@@ -136,16 +179,23 @@ def apply_many_report(
     reason: str | None = None,
     confirm_shared: bool = False,
 ) -> tuple[list[Record], list[tuple[str, str]]]:
-    """``apply_many``, with the (id, reason) of every record skipped."""
+    """``apply_many``, with the (id, reason) of every record skipped. A re-verify of a record
+    that cites files is its own write (``reverify_citations``)."""
     action = Action(action)
     by_file: dict[Path, tuple[StoreFile, list[str]]] = {}
+    out: list[Record] = []
+    skipped: list[tuple[str, str]] = []
     for record_id in dict.fromkeys(record_ids):
-        view, _ = store.locate(record_id)
+        view, record = store.locate(record_id)
+        if action is Action.REVERIFY and _cites(record):
+            try:
+                out.append(reverify_citations(store, record_id, confirm_shared=confirm_shared))
+            except StoreError as exc:
+                skipped.append((record_id, exc.message))
+            continue
         by_file.setdefault(view.path, (view.file, []))[1].append(record_id)
     for file, _ids in by_file.values():
         store.check_writable(file, confirm_shared)
-    out: list[Record] = []
-    skipped: list[tuple[str, str]] = []
     Batch = tuple[list[Record], list[tuple[str, str]]]
     for file, ids in by_file.values():
 
@@ -176,21 +226,51 @@ def reverify_citations(
     *,
     reason: str | None = None,
     base_revision: int | None = None,
+    citations: Sequence[str | Citation] | None = None,
     confirm_shared: bool = False,
 ) -> Record:
-    """The memory still holds: its citations take today's text and hash (a moved one its
-    new lines) and it is verified again, by the host's transitions in one locked write: a
-    verified record first goes ``stale`` (the host's own transition, which its Memory tab
-    shows), then ``reverify``; a stale one is re-verified. INVALID_TRANSITION for a record
-    that is neither; INVALID_CITATION when a cited file is gone (edit the citation).
+    """The memory still holds: it is verified again, and each citation is re-anchored where
+    its text is now (moved, renamed, moved and changed: ``Sources.reanchored``) with today's
+    hash; ``citations``: these replace its citations instead. By the host's transitions in
+    one locked write: a verified record first goes ``stale`` (which the host's Memory tab
+    shows), then ``reverify``; a stale one is re-verified. Its snapshots are kept after.
+
+    INVALID_TRANSITION for a record neither verified nor stale, or verified with every
+    citation holding where it was; INVALID_CITATION (``Unlocated``, naming ``--cite``) when
+    some cited text cannot be found; REVISION_CONFLICT when the record changed meanwhile.
     """
-    refs = store.sources.refreshed(store.get(record_id))
+    record = store.get(record_id)
+    refuse_forgotten(record)
+    if citations is None and not _cites(record):
+        return store.apply(
+            Action.REVERIFY,
+            record_id,
+            reason=reason,
+            base_revision=base_revision,
+            confirm_shared=confirm_shared,
+        )
+    if record.governance.verification is Verification.VERIFIED and citations is None:
+        from ..sources import State
+
+        checks = store.sources.checks(record)
+        if all(c.state is State.OK or _judged_elsewhere(c) for c in checks):
+            raise StoreError(
+                ErrorCode.INVALID_TRANSITION,
+                f"cannot reverify {record_id}: it is verified and every citation holds where "
+                "it was (give --cite to cite other lines)",
+            )
+    refs = store.sources.reanchored(record, citations)
 
     def build(view: FileView) -> tuple[list[Record], Record]:
         current = view.current.get(record_id)
         if current is None:
             raise StoreError(ErrorCode.NOT_FOUND, f"no record {record_id}")
         require_revision(current, base_revision)
+        if current.governance.sourceRefs != record.governance.sourceRefs:
+            raise StoreError(
+                ErrorCode.REVISION_CONFLICT,
+                f"{record_id}'s citations changed while it was re-verified; try again",
+            )
         out = []
         if current.governance.verification is Verification.VERIFIED:
             current = _transition(store, Action.STALE, current, None)
@@ -205,8 +285,19 @@ def reverify_citations(
 
     view, _ = store.locate(record_id)
     done = store.write(view.file, build, confirm_shared=confirm_shared)
+    store.sources.keep_snapshots(refs)
     _vouched(store, Action.REVERIFY, [done])
     return done
+
+
+def _judged_elsewhere(check: Check) -> bool:
+    """Made in another workspace, which its id names (one no one wrote down is claimed by a
+    re-verify where its text is)."""
+    return check.state.value == "elsewhere" and bool(check.citation and check.citation.workspace)
+
+
+def _cites(record: Record) -> bool:
+    return any(r.kind == "file" for r in record.governance.sourceRefs)
 
 
 def keep(
@@ -268,9 +359,9 @@ def merge(
 ) -> MergeResult:
     """Merge two records of one file that say the same thing (near-duplicates, a conflict
     group): a new revision of ``keep_id`` with ``title`` (default: its own) and ``content``
-    (default: ``merged_content``), verified by this user, whose sourceRefs add both
-    parents as ``{kind: import, id, contentHash}`` (the kept record as it was, and the
-    other); the other is rejected when unverified, else archived. One locked write.
+    (default: ``merged_content``), verified by this user, keeping both records' source refs
+    and citations (``merged_refs``) and naming both parents (``parents``); the other is
+    rejected when unverified, else archived. One locked write.
 
     INVALID_TRANSITION when the two are one record, in different files, not active or
     rejected; READ_ONLY_SCOPE for session records; REVISION_CONFLICT when ``keep_id`` is
@@ -323,14 +414,7 @@ def merge(
             changes["title"] = new_title
         if new_content != keep.content:
             changes["content"] = new_content
-        parents = [
-            SourceRef(kind="import", id=keep.id, contentHash=keep.contentHash),
-            SourceRef(kind="import", id=other.id, contentHash=other.contentHash),
-        ]
-        refs = merge_refs(keep.governance.sourceRefs, parents)
-        if len(refs) > MAX_SOURCE_REFS:
-            old = [r for r in refs if r not in parents]
-            refs = old[: MAX_SOURCE_REFS - len(parents)] + parents
+        refs, dropped = merged_refs(keep, other)
         note = reason.strip() if reason and reason.strip() else f"merged with {other.id}"
         gov: dict[str, Any] = {
             "verification": Verification.VERIFIED,
@@ -340,6 +424,7 @@ def merge(
             "reviewedAt": now,
             "reviewNote": note,
             "sourceRefs": [r.model_dump(exclude_none=True) for r in refs],
+            "merge": parents(keep, other, keep.governance.revision + 1),
         }
         merged = next_revision(keep, now, changes, gov, PIN_FIELDS)
         require_reason(merged, reason)
@@ -351,7 +436,7 @@ def merge(
         retired = transition(
             other, action, now, reviewer=store.user_id, reason=f"merged into {keep.id}"
         )
-        result = MergeResult(merged, retired)
+        result = MergeResult(merged, retired, dropped)
         return [merged, retired], result
 
     return store.write(view.file, build, confirm_shared=confirm_shared)

@@ -11,14 +11,25 @@ from pathlib import Path
 
 from citing import store_on, verified, workspace
 
+from dsh_memory_tui.agent_view import eligible
 from dsh_memory_tui.app import source_review
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog
 from dsh_memory_tui.app.screens.form import RecordForm
-from dsh_memory_tui.app.screens.source_diff import SourceDiffScreen
+from dsh_memory_tui.app.screens.source_diff import CitationLinesDialog, SourceDiffScreen
+from dsh_memory_tui.app.widgets.ordered_keys import OrderedInput
 from dsh_memory_tui.present import SOURCE_MARK
 from dsh_memory_tui.sources import State
 
-from .helpers import SIZE, goto, make_app, screen_text, select, table_keys, wait_for
+from .helpers import (
+    SIZE,
+    current,
+    goto,
+    make_app,
+    screen_text,
+    select,
+    table_keys,
+    wait_for,
+)
 
 
 def _break(ws: Path) -> None:
@@ -209,3 +220,109 @@ async def test_the_first_frame_does_not_wait_for_citation_checks(tmp_path, monke
         assert not _marked(app, "project", rid)
         release.set()
         await wait_for(pilot, lambda: _marked(app, "project", rid), what="the marker")
+
+
+def _move_and_change(ws: Path) -> None:
+    """Two lines above (lines 3-4 move to 5-6), and line 4 changed."""
+    text = (ws / "app.py").read_text().replace("line 4\n", "line 4 (changed)\n")
+    (ws / "app.py").write_text("# a\n# b\n" + text)
+
+
+async def test_R_reanchors_a_citation_that_moved_and_changed_and_it_is_served_again(tmp_path):
+    home, ws = workspace(tmp_path)
+    rid = verified(store_on(home, ws), "app.py:3-4", title="Lines three and four")
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await wait_for(pilot, lambda: app.source_review.states.checked, what="a first check")
+        _move_and_change(ws)
+        await wait_for(pilot, lambda: _marked(app, "project", rid), what="the marker")
+        store = store_on(home, ws)
+        assert not eligible(store.get(rid), store.clock(), store.sources)
+        await select(pilot, app, "project", rid)
+        await pilot.press("R")  # on the table: the record is verified, its code changed
+        await wait_for(
+            pilot,
+            lambda: [r.id for r in current(home, ws, rid).governance.sourceRefs] == ["app.py:5-6"],
+            what="the re-anchored citation",
+        )
+        store = store_on(home, ws)
+        record = store.get(rid)
+        assert [r.governance.verification.value for r in store.history(rid)[-2:]] == [
+            "stale",
+            "verified",
+        ]
+        assert eligible(record, store.clock(), store.sources)
+        await wait_for(pilot, lambda: not _marked(app, "project", rid), what="the marker gone")
+
+
+async def test_R_asks_where_text_it_cannot_find_is_now_prefilled_with_its_guess(tmp_path):
+    home, ws = workspace(tmp_path)
+    rid = verified(store_on(home, ws), "app.py:3-4", title="Lines three and four")
+    (ws / "app.py").write_text("alpha\nbeta\ngamma\ndelta\nepsilon\n")
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: rid in table_keys(app, "review"), what="the review row")
+        await select(pilot, app, "review", rid)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, SourceDiffScreen), what="the diff")
+        await pilot.press("R")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, CitationLinesDialog), what="the question"
+        )
+        (box,) = app.screen.query(OrderedInput)
+        assert box.value == "app.py:3-4"  # its best guess: where it was
+        assert "re-verify did not find this text" in screen_text(app)
+        await pilot.press("end", "backspace", "backspace", "backspace", *"2-3", "enter")
+        await wait_for(
+            pilot,
+            lambda: current(home, ws, rid).governance.verification.value == "verified",
+            what="the re-verify",
+        )
+        (ref,) = current(home, ws, rid).governance.sourceRefs
+        assert ref.id == "app.py:2-3"
+        store = store_on(home, ws)
+        assert eligible(store.get(rid), store.clock(), store.sources)
+
+
+def test_reverify_is_offered_for_a_verified_record_whose_code_changed(tmp_path):
+    from dsh_memory_tui.app.actions import Here, refusal
+
+    home, ws = workspace(tmp_path)
+    store = store_on(home, ws)
+    record = store.get(verified(store, "app.py:3-3", title="Line three"))
+    now = store.clock()
+    assert refusal("reverify", [record], Here(now)) is not None  # holds: nothing to re-verify
+    assert refusal("reverify", [record], Here(now, rereview={record.id})) is None
+
+
+async def test_ctrl_y_in_the_form_cites_the_method_holding_a_line_range_and_saves_it(tmp_path):
+    home, ws = workspace(tmp_path)
+    (ws / "net.py").write_text(
+        "class Client:\n    def fetch(self, url):\n        return get(url)\n\n\nx = 1\n"
+    )
+    app = make_app(home, ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, app, "project")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, RecordForm), what="the form")
+        app.screen.query_one("#title").value = "Fetch"
+        app.screen.query_one("#content").text = "fetch gets the url"
+        cites = app.screen.query_one("#citations")
+        cites.value = "net.py:6-6"  # not inside a definition
+        await pilot.press("ctrl+y")
+        assert cites.value == "net.py:6-6"
+        assert "No line range here lies inside" in screen_text(app)
+        cites.value = "net.py:3-3, app.py:2-3"
+        await pilot.press("ctrl+y")
+        assert cites.value == "net.py#Client.fetch, app.py:2-3"
+        assert "1 line range now cites the function or class holding it" in screen_text(app)
+        await pilot.press("ctrl+s")
+        await wait_for(
+            pilot,
+            lambda: (
+                [[ref.id for ref in r.governance.sourceRefs] for r in store_on(home, ws).records()]
+                == [["net.py#Client.fetch", "app.py:2-3"]]
+            ),
+            what="the symbol citation saved",
+        )

@@ -153,8 +153,8 @@ async def _cited(pilot: Pilot, demo: Demo) -> None:
 
 CASES = [
     Case("help", _keys("question_mark"), HelpScreen, "esc Close"),
-    Case("new record form", _keys("n"), RecordForm, "esc Cancel ^s Save"),
-    Case("edit form", _on_project_keys("e"), RecordForm, "esc Cancel ^s Save"),
+    Case("new record form", _keys("n"), RecordForm, "esc Cancel ^s Save ^y Cite symbols"),
+    Case("edit form", _on_project_keys("e"), RecordForm, "esc Cancel ^s Save ^y Cite symbols"),
     Case("batch reason", _batch_reason, ReasonDialog, "⏎ Confirm esc Cancel"),
     Case("confirm (compact)", _on_project_keys("C"), ConfirmDialog, "⏎ Compact esc Cancel"),
     Case("confirm (forget)", _on_project_keys("f"), ConfirmDialog, "⏎ Cancel esc Cancel"),
@@ -173,7 +173,7 @@ CASES = [
         NearDuplicateScreen,
         "← Previous → Next esc Cancel K Keep this one M Merge",
     ),
-    Case("merge form", _merge_form, MergeForm, "^s Merge esc Cancel"),
+    Case("merge form", _merge_form, MergeForm, "esc Cancel ^s Merge"),
     Case(
         "source diff", _cited, SourceDiffScreen, "R Re-verify e Edit a Archive f Forget esc Close"
     ),

@@ -4,7 +4,6 @@ dialog asks about (scrolling when long). And the footer draws only its keys."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,19 @@ from textual.widgets._toast import Toast
 from dsh_memory_tui.app.actions import ACTIONS, OTHER_KEYS
 from dsh_memory_tui.app.app import MemoryApp
 from dsh_memory_tui.app.screens.bundles import ExportDialog, ImportDialog
+from dsh_memory_tui.app.screens.main import MainScreen
+from dsh_memory_tui.app.screens.modal import Palette
 from dsh_memory_tui.bundle import export_bundle
 from dsh_memory_tui.model import SourceRef
 from dsh_memory_tui.store import MemoryStore
 
+from . import every_screen
+from .every_screen import SCREENS
 from .helpers import goto, make_app, wait_for
 
 SMALL = (80, 24)
+# Every screen over the main one that has buttons (the palette has none).
+DIALOGS = [name for name, e in SCREENS.items() if e.shows not in (MainScreen, Palette)]
 LONG = "a title long enough to wrap in a dialog at eighty columns, " * 2
 
 
@@ -107,17 +112,6 @@ async def mark_everything(pilot: Pilot, app: MemoryApp) -> None:
     await wait_for(pilot, lambda: len(table.marked_keys) == table.row_count > 1, what="marks")
 
 
-async def on_a_conflict(pilot: Pilot, app: MemoryApp) -> None:
-    await goto(pilot, app, "project")
-    rid = next(r.id for r in app.pane("project").records.values() if r.title == "Lint with ruff")
-    assert app.pane("project").table.move_cursor_to_key(rid)
-    await pilot.pause()
-
-
-async def export_dialog(pilot: Pilot, app: MemoryApp) -> None:
-    await open_screen(pilot, app, "E")
-
-
 async def import_plan(pilot: Pilot, app: MemoryApp) -> None:
     dialog = await open_screen(pilot, app, "I")
     bundle = Path(app.store.paths.home).parent / "bundle.json"
@@ -137,55 +131,19 @@ async def batch_archive(pilot: Pilot, app: MemoryApp) -> None:
     await open_screen(pilot, app, "a")
 
 
-async def batch_verify(pilot: Pilot, app: MemoryApp) -> None:
-    await mark_everything(pilot, app)
-    screen = await open_screen(pilot, app, "v")
-    assert_in_view(app, screen.query_one("#reason", Input))
-
-
-async def forget_long(pilot: Pilot, app: MemoryApp) -> None:
-    await open_screen(pilot, app, "f")
-
-
-async def conflict_view(pilot: Pilot, app: MemoryApp) -> None:
-    await on_a_conflict(pilot, app)
-    await open_screen(pilot, app, "K")
-
-
-SCREENS: dict[str, Callable[[Pilot, MemoryApp], Awaitable[None]]] = {
-    "export": export_dialog,
-    "import plan": import_plan,
-    "batch confirmation": batch_archive,
-    "batch reason": batch_verify,
-    "forget": forget_long,
-    "help": lambda pilot, app: open_screen(pilot, app, "question_mark"),
-    "new record form": lambda pilot, app: open_screen(pilot, app, "n"),
-    "copy": lambda pilot, app: open_screen(pilot, app, "c"),
-    "agent view": lambda pilot, app: open_screen(pilot, app, "W"),
-    "conflict view": conflict_view,
-}
-
-
-@pytest.mark.parametrize("name", list(SCREENS))
-async def test_at_80x24_every_screen_keeps_its_buttons_in_view(tmp_path: Path, name: str) -> None:
-    app = make_app(*long_store(tmp_path), user="carol")
-    async with app.run_test(size=SMALL) as pilot:
-        await loaded(pilot, app)
-        await SCREENS[name](pilot, app)
-        assert isinstance(app.screen, ModalScreen)
-        assert_buttons_in_view(app)
-
-
-@pytest.mark.parametrize("name", list(SCREENS))
+@pytest.mark.parametrize("name", DIALOGS)
 async def test_at_80x24_toasts_over_a_dialog_leave_its_buttons_uncovered(
-    tmp_path: Path, name: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     """An error, a receipt or a refusal raised while a dialog is open (a write that ends, the
-    reason a flagged verify needs) shows where the dialog's buttons are not."""
-    app = make_app(*long_store(tmp_path), user="carol")
+    reason a flagged verify needs) shows where the dialog's buttons are not: every dialog of
+    ``every_screen.SCREENS``."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    home, ws, ids = every_screen.build(tmp_path)
+    app = every_screen.make(home, ws)
     async with app.run_test(size=SMALL, notifications=True) as pilot:
-        await loaded(pilot, app)
-        await SCREENS[name](pilot, app)
+        await every_screen.loaded(pilot, app)
+        await SCREENS[name].open(pilot, app, ids)
         app.notify(
             "cannot write records.jsonl: No space left on device\nNothing was written; the "
             "file is as it was.",
@@ -216,12 +174,8 @@ async def test_at_80x24_toasts_over_a_dialog_leave_its_buttons_uncovered(
         buttons = [b for b in app.screen.query(Button) if displayed(b)]
         assert buttons
         for button in buttons:
-            region = button.region
-            assert region.area
-            for y in range(region.y, region.bottom):
-                for x in range(region.x, region.right):
-                    top = on_top(x, y)
-                    assert top is button or button in top.ancestors, f"({x},{y}) of {button}: {top}"
+            assert button.region.area
+            assert every_screen.covered_cell_by_cell(app, button) == [], button
 
 
 def _rendered(widget: Widget) -> list[str]:

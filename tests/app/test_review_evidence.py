@@ -190,10 +190,8 @@ async def test_k_on_a_near_duplicate_keeps_it_and_rejects_the_other(tmp_path: Pa
         )
         kept = store.get(ids["ruff1"])
         assert kept.governance.verification is Verification.VERIFIED
-        assert [r.id for r in kept.governance.sourceRefs if r.kind == "import"] == [
-            ids["ruff1"],
-            ids["ruff2"],
-        ]
+        parents = kept.governance.model_extra["merge"]["parents"]
+        assert [p["id"] for p in parents] == [ids["ruff1"], ids["ruff2"]]
 
 
 async def test_k_then_m_merges_the_pair_with_the_text_the_reviewer_writes(tmp_path: Path):
@@ -241,5 +239,6 @@ async def test_k_then_m_on_a_conflict_group_merges_two_versions(tmp_path: Path):
         )
         kept = store.get(a.id)
         assert kept.governance.verification is Verification.VERIFIED
-        assert [r.id for r in kept.governance.sourceRefs if r.kind == "import"] == [a.id, b.id]
+        parents = kept.governance.model_extra["merge"]["parents"]
+        assert [p["id"] for p in parents] == [a.id, b.id]
         assert store.get(b.id).governance.verification is Verification.REJECTED

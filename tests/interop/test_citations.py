@@ -91,3 +91,74 @@ def test_a_record_the_host_made_stale_needs_no_rereview_here(host, dirs):
     assert record.governance.verification.value == "stale"
     assert store.sources.holds(record)
     assert store.reverify_citations(rid).governance.verification.value == "verified"
+
+
+_OURS = {"reviewedBy", "reviewedAt", "reviewNote", "sourceRefs"}
+
+
+def test_reverify_of_moved_and_changed_code_is_the_hosts_own_stale_then_reverify(host, dirs):
+    code = _code(dirs)
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    rid = store.create("project", "fact", "ours", "c", citations=["app.py:3-5"]).id
+    twin = store.create("project", "fact", "the host's", "d", citations=["app.py:3-5"]).id
+    for record_id in (rid, twin):
+        store.verify(record_id)
+        host.run("govern", record_id, "pin", home=dirs.home, workspace=dirs.workspace)
+    # Two lines above it (it moves to 5-7) and its middle line changed.
+    code.write_text("# a\n# b\n" + code.read_text().replace("line 4\n", "line 4, changed\n"))
+    store.reverify_citations(rid)
+    host.run("govern", twin, "stale", home=dirs.home, workspace=dirs.workspace)
+    host.run("govern", twin, "reverify", home=dirs.home, workspace=dirs.workspace)
+    ours, theirs = _host_record(host, dirs, rid), _host_record(host, dirs, twin)
+    # The host reads ours as it reads its own: the same transitions, the same fields.
+    assert ours["governance"]["revision"] == theirs["governance"]["revision"] == 5
+    same = {k: v for k, v in ours["governance"].items() if k not in _OURS | {"verifiedAt"}}
+    assert same == {
+        k: v for k, v in theirs["governance"].items() if k not in _OURS | {"verifiedAt"}
+    }
+    assert same["verification"] == "verified" and "pinnedAt" not in same
+    (ref,) = ours["governance"]["sourceRefs"]
+    assert ref["id"] == "app.py:5-7"
+    assert store.sources.holds(store.get(rid))
+
+
+def test_the_host_keeps_a_user_records_workspace_named_citation(host, dirs):
+    _code(dirs)
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    rid = store.create("user", "preference", "t", "c", citations=["app.py:3-4"]).id
+    (ref,) = store.get(rid).governance.sourceRefs
+    assert ref.id.startswith("root:") and ref.id.endswith("//app.py:3-4")
+    opened = host.run(
+        "open-warnings", home=dirs.home, workspace=dirs.workspace, scope="user", user="alice"
+    )
+    assert opened["warnings"] == []
+    host.run(
+        "govern", rid, "verify", home=dirs.home, workspace=dirs.workspace, scope="user",
+        user="alice",
+    )  # fmt: skip
+    seen = host.run(
+        "list", "--full", home=dirs.home, workspace=dirs.workspace, scope="user", user="alice"
+    )
+    (record,) = seen["records"]
+    assert record["governance"]["sourceRefs"] == [ref.model_dump(exclude_unset=True)]
+    assert store.sources.holds(store.get(rid))
+
+
+def test_the_host_opens_records_citing_symbols_clean_and_keeps_their_refs(host, dirs):
+    """A symbol citation is the host's own ``file`` ref (id ``PATH#SYMBOL``, a sha256 hash):
+    the host opens it clean, keeps it through its own write, and the 32-ref limit holds."""
+    (dirs.workspace / "net.py").write_text(
+        "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(MAX_SOURCE_REFS + 1))
+    )
+    store = MemoryStore.open(dirs.home, dirs.workspace, "alice")
+    cites = [f"net.py#f{i}" for i in range(MAX_SOURCE_REFS)]
+    rid = store.propose("project", "fact", "t", "c", citations=cites).id
+    opened = host.run("open-warnings", home=dirs.home, workspace=dirs.workspace)
+    assert (opened["warnings"], opened["records"]) == ([], 1)
+    host.run("govern", rid, "verify", home=dirs.home, workspace=dirs.workspace)
+    refs = _host_record(host, dirs, rid)["governance"]["sourceRefs"]
+    files = [r for r in refs if r["kind"] == "file"]
+    assert [r["id"] for r in files] == cites
+    assert all(r["contentHash"].startswith("sha256:") for r in files)
+    with pytest.raises(StoreError, match="at most 32"):
+        store.create("project", "fact", "u", "d", citations=[*cites, "net.py#f32"])

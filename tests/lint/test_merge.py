@@ -1,7 +1,8 @@
 """Merging two records that say the same thing (``MemoryStore.merge``, ``dsh-memory merge``):
-one new revision of the kept record, verified, naming both parents in sourceRefs the host
-accepts; the other rejected when unverified, archived when verified; one locked write; every
-refusal writes nothing. With ``DSH_HOST_SRC``, the host's own code opens the result clean."""
+one new revision of the kept record, verified, keeping both records' source refs and naming
+both parents (``governance.merge``, as the host's governance design lists them); the other
+rejected when unverified, archived when verified; one locked write; every refusal writes
+nothing. With ``DSH_HOST_SRC``, the host's own code opens the result clean."""
 
 from __future__ import annotations
 
@@ -52,14 +53,15 @@ def test_merge_writes_a_verified_revision_of_the_kept_record_naming_both_parents
     )
     assert kept.governance.verification is Verification.VERIFIED
     assert kept.governance.verifiedBy == "user" and kept.governance.reviewedBy == "alice"
-    parents = [
-        (r.kind, r.id, r.contentHash) for r in kept.governance.sourceRefs if r.kind == "import"
-    ]
-    assert parents == [
-        ("import", a, before[a].contentHash),
-        ("import", b, before[b].contentHash),
-    ]
-    assert kept.governance.sourceRefs[0] == REFS[0]
+    assert kept.governance.model_extra["merge"] == {
+        "revision": 2,
+        "parents": [
+            {"id": a, "revision": 1, "contentHash": before[a].contentHash},
+            {"id": b, "revision": 1, "contentHash": before[b].contentHash},
+        ],
+    }
+    # The parents are not sources: no import ref names them.
+    assert kept.governance.sourceRefs == REFS
 
 
 def test_the_other_record_is_rejected_when_it_was_unverified(store):
@@ -170,7 +172,7 @@ def test_the_host_opens_merged_records_clean_and_governs_them(tmp_path):
     listed = host.run("list", "--full", home=home, workspace=ws)
     by_id = {r["id"]: r for r in listed["records"]}
     assert by_id[a]["governance"]["verification"] == "verified"
-    assert [r["id"] for r in by_id[a]["governance"]["sourceRefs"]] == ["s1", a, b]
+    assert [r["id"] for r in by_id[a]["governance"]["sourceRefs"]] == ["s1"]
     assert by_id[b]["governance"]["verification"] == "rejected"
     host.run("govern", a, "pin", home=home, workspace=ws)  # the host's own rules accept it
     assert store.get(a).governance.pinnedBy == "user"

@@ -19,6 +19,7 @@ from textual.widgets import Button, Label, Static
 
 from ...audit import EXPORTED, ROW_HEADERS, AuditRead, entry_row
 from ...present import visible
+from ..labels import home_path
 from ..widgets.record_table import Column, RecordTable, Row
 from .dialogs import two_columns
 from .modal import Modal
@@ -50,7 +51,7 @@ def summary_text(read: AuditRead, path: str) -> Text:
         f"{'s' if exports != 1 else ''}; ",
         "bold",
     )
-    out.append(visible(path), "dim")
+    out.append(visible(home_path(path)), "dim")
     if read.unreadable:
         out.append(f"\n{read.unreadable} unreadable line(s) skipped (cut short)", "dim")
     if len(entries) > SHOWN:
@@ -78,7 +79,8 @@ class AuditScreen(Modal[None]):
     DEFAULT_CSS = """
     AuditScreen .audit-box { width: 96%; height: 92%; }
     AuditScreen #audit-table { height: 1fr; min-height: 4; }
-    AuditScreen #audit-detail { height: auto; max-height: 45%; border-top: solid $primary 50%; }
+    /* Room for the table's rows and the buttons at 80x24: the entry scrolls past a third. */
+    AuditScreen #audit-detail { height: auto; max-height: 33%; border-top: solid $primary 50%; }
     """
 
     BINDINGS = [Binding("escape,q,L", "close", "Close")]

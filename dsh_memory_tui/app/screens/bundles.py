@@ -32,6 +32,7 @@ from ...errors import StoreError
 from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...present import visible
 from ...store import MemoryStore
+from ..labels import home_path
 from ..widgets.ordered_keys import OrderedInput
 from .modal import Modal
 
@@ -103,12 +104,6 @@ BUNDLE_CSS = """
 def default_export_path(fmt: str = "json") -> str:
     """``~/dsh-memory-<date>-<time>.json``: in the home directory, never the workspace."""
     return f"~/dsh-memory-{datetime.now():%Y%m%d-%H%M}{SUFFIX[fmt]}"
-
-
-def shown_path(path: Path | str) -> str:
-    """``path`` with the home directory as ``~`` (shorter at 80 columns)."""
-    text, home = str(path), str(Path.home())
-    return "~" + text[len(home) :] if home != "/" and text.startswith(home + "/") else text
 
 
 class MarkedCheckbox(Checkbox):
@@ -237,7 +232,7 @@ def describe_plan(plan: ImportPlan, limit: int = 500) -> str:
     """The plan in words: the target, then each record by its place in the bundle."""
     scope = plan.target.scope
     lines = [
-        f"Into {scope.value} ({AUDIENCE_BY_SCOPE[scope]}): {visible(shown_path(plan.target.path))}"
+        f"Into {scope.value} ({AUDIENCE_BY_SCOPE[scope]}): {visible(home_path(plan.target.path))}"
     ]
     for index, record in list(zip(plan.new_indexes, plan.new, strict=True))[:limit]:
         lines.append(

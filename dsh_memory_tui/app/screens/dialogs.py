@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from ...model import AUDIENCE_BY_SCOPE, Scope
 from ...present import visible
+from ..labels import home_path
 from ..widgets.answer_input import AnswerInput
 from .modal import Modal
 
@@ -136,7 +137,8 @@ class CopyDialog(Modal[Scope | None]):
                 *[
                     Option(
                         Text(
-                            f"{s.value}: seen by {AUDIENCE_BY_SCOPE[s]}\n  {visible(self.paths[s])}"
+                            f"{s.value}: seen by {AUDIENCE_BY_SCOPE[s]}\n"
+                            f"  {visible(home_path(self.paths[s]))}"
                         ),
                         id=s.value,
                     )

@@ -14,6 +14,7 @@ from ...errors import StoreError
 from ...model import Scope
 from ...store import AdoptResult, FileView, other_roots
 from ..actions import EDITABLE_SCOPES
+from ..labels import home_path
 from .dialogs import ConfirmDialog
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class WholeFiles:
         self.screen.app.push_screen(
             ConfirmDialog(
                 "Adopt a moved project's records?",
-                f"{view.path} holds lines of another workspace:\n{lines}\n"
+                f"{home_path(view.path)} holds lines of another workspace:\n{lines}\n"
                 "written when this project was at another path (or by a copy of it). Neither the "
                 "host nor this app shows them here. Adopting rewrites those lines under this "
                 "workspace's rootId, in one locked write: each record keeps its history, and a "
@@ -119,7 +120,7 @@ class WholeFiles:
                     progress="compacting " + ", ".join(f.path.name for f in files[:2]),
                 )
 
-        names = "\n".join(str(f.path) for f in files)
+        names = "\n".join(home_path(f.path) for f in files)
         self.screen.app.push_screen(
             ConfirmDialog(
                 "Compact?",

@@ -30,7 +30,7 @@ from ...present import EditedText, visible
 from ...sources import Citation
 from ..widgets.ordered_keys import OrderedInput, OrderedTextArea
 from .conflict import diff_text
-from .modal import Modal
+from .modal import Modal, ResultType
 
 # The fields an edit writes, in the form's order, and how each is named to the reviewer.
 FIELDS = {"type": "Type", "title": "Title", "content": "Content", "tags": "Tags"}
@@ -72,6 +72,85 @@ class RevisionConflict(StoreError):
 Saver = Callable[
     [FormResult, Callable[[str], None], Callable[[StoreError], bool], Callable[[], None]], None
 ]
+
+
+class UnsavedChanges:
+    """Escape twice to throw a form's changes away, as editors ask before they close a changed
+    buffer: the first escape (or Cancel) on a form whose values are not those it opened with
+    only says so; the next one discards. An edit in between asks again. Textual-free: a form
+    gives the function that reads its values and calls ``opened`` once they are shown.
+    """
+
+    def __init__(self, read: Callable[[], object]) -> None:
+        self._read = read
+        self._at_open: object = None
+        self.asked = False  # the reviewer was told; the next escape discards
+
+    def opened(self) -> None:
+        self._at_open = self._read()
+
+    def may_close(self) -> bool:
+        """True when nothing would be lost or the reviewer was told already; otherwise it
+        remembers that it told them (``asked``) and answers False."""
+        if self.asked or self._read() == self._at_open:
+            return True
+        self.asked = True
+        return False
+
+    def edited(self) -> bool:
+        """The form changed: the next escape asks again. True if it had asked."""
+        was, self.asked = self.asked, False
+        return was
+
+
+# What a form says after a first escape on its changes.
+UNSAVED_NOTE = "Unsaved changes: esc again (or Discard) throws them away; ctrl+s saves them."
+
+
+class FormScreen(Modal[ResultType]):
+    """A modal form that asks before what was typed in it is thrown away (``UnsavedChanges``,
+    given by the form as ``unsaved``): escape, or its ``#cancel`` button, closes an untouched
+    form; on a changed one it puts ``UNSAVED_NOTE`` in the ``NOTE`` box, the button becomes
+    Discard and escape's key Discard, and the next one closes. The form calls ``edited`` on
+    each change of a value."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("escape", "discard", "Discard"),  # once a first escape said what is unsaved
+    ]
+    NOTE = "#form-error"  # the Static the note goes in (the form's error line)
+    unsaved: UnsavedChanges
+
+    def action_cancel(self) -> None:
+        if self.unsaved.may_close():
+            self.dismiss(None)
+        else:
+            self._asked_to_discard(True)
+
+    def action_discard(self) -> None:
+        self.dismiss(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # escape is Cancel until a first one said what is unsaved, then Discard.
+        if action in ("cancel", "discard"):
+            return self.unsaved.asked is (action == "discard")
+        return True
+
+    def edited(self) -> None:
+        if self.unsaved.edited():
+            self._asked_to_discard(False)
+
+    def say(self, text: str) -> None:
+        """``text`` in the form's ``NOTE`` line (its errors); empty: the line is hidden."""
+        box = self.query_one(self.NOTE, Static)
+        box.update(text)
+        box.set_class(not text, "hidden")
+
+    def _asked_to_discard(self, asked: bool) -> None:
+        if asked or str(self.query_one(self.NOTE, Static).content) == UNSAVED_NOTE:
+            self.say(UNSAVED_NOTE if asked else "")  # another error stays
+        self.query_one("#cancel", Button).label = "Discard" if asked else "Cancel"
+        self.refresh_bindings()
 
 
 def parse_tags(text: str) -> list[str]:
@@ -120,7 +199,7 @@ def field_diff(name: str, before: str, after: str) -> Text:
     return diff_text(before, after)
 
 
-class RecordForm(Modal[str | None]):
+class RecordForm(FormScreen[str | None]):
     """New (``record`` None) or Edit. ``save(result, saved, failed)`` starts the write (see
     ``Saver``). After a REVISION_CONFLICT the form shows each field the other side changed, with
     its diff, and per field "keep mine" or "take theirs"; Save then writes over their revision.
@@ -136,8 +215,8 @@ class RecordForm(Modal[str | None]):
     """
 
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("ctrl+y", "cite_symbols", "Cite symbols", priority=True),
     ]
     AUTO_FOCUS = "#title"
 
@@ -148,8 +227,11 @@ class RecordForm(Modal[str | None]):
         scopes: Sequence[Scope],
         default_scope: Scope,
         save: Saver,
+        symbol_for: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
+        # PATH:START-END -> PATH#SYMBOL when the lines lie inside one function or class.
+        self.symbol_for = symbol_for
         self.record = record
         self.scopes = list(scopes)
         self.default_scope = default_scope
@@ -165,6 +247,7 @@ class RecordForm(Modal[str | None]):
         texts = field_texts(record) if record else {"title": "", "content": "", "tags": ""}
         self._texts = {name: self._edited(name, texts[name]) for name in TEXT_FIELDS}
         self._saving = False  # a save is queued or running: ctrl+s again waits for it
+        self.unsaved = UnsavedChanges(self._all_values)
 
     @staticmethod
     def _edited(name: str, text: str) -> EditedText:
@@ -198,27 +281,37 @@ class RecordForm(Modal[str | None]):
                     id="type",
                 )
                 yield Label("Title", classes="field-label")
-                yield OrderedInput(shown["title"], id="title", placeholder="one line")
+                # The cursor at the end, nothing selected: a first key typed adds to the title
+                # instead of replacing it (so in every box of the form).
+                yield OrderedInput(
+                    shown["title"], id="title", placeholder="one line", select_on_focus=False
+                )
                 yield Static("", id="title-error", classes="field-error", markup=False)
                 yield Label("Content (Markdown)", classes="field-label")
                 yield OrderedTextArea(shown["content"], id="content", soft_wrap=True)
                 yield Static("", id="content-error", classes="field-error", markup=False)
                 yield Label("Tags (comma-separated)", classes="field-label")
-                yield OrderedInput(shown["tags"], id="tags")
+                yield OrderedInput(shown["tags"], id="tags", select_on_focus=False)
                 yield Static("", id="tags-error", classes="field-error", markup=False)
                 yield Label(
-                    "Citations (workspace files it rests on: PATH or PATH:START-END)",
+                    "Citations (the code it rests on: PATH, PATH:START-END or PATH#SYMBOL; "
+                    "ctrl+y: lines inside one function or class cite it instead)",
                     classes="field-label",
                 )
                 yield OrderedInput(
                     citations_text(r),
                     id="citations",
                     placeholder="src/app.py:10-24, README.md",
+                    select_on_focus=False,
                 )
                 yield Static("", id="citations-error", classes="field-error", markup=False)
+                yield Static("", id="citations-note", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
                 yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.unsaved.opened()
 
     # ------------------------------------------------------------------ validation
 
@@ -288,7 +381,9 @@ class RecordForm(Modal[str | None]):
 
     @on(Input.Changed)
     @on(TextArea.Changed)
+    @on(Select.Changed)
     def _revalidate(self) -> None:
+        self.edited()
         # Clear errors as the user fixes them; new errors only appear on save.
         errors = self._errors()
         for name in ("title", "content", "tags", "citations"):
@@ -297,11 +392,31 @@ class RecordForm(Modal[str | None]):
                 label.update("")
                 label.remove_class("visible")
 
+    def action_cite_symbols(self) -> None:
+        """Each line range of the citations that lies inside one function or class becomes
+        that symbol (it follows the code when it moves); the note under the box says how
+        many, or that none does."""
+        box = self.query_one("#citations", Input)
+        cites = parse_citations(box.value)
+        symbol_for = self.symbol_for
+        offered = [symbol_for(c) if symbol_for is not None else None for c in cites]
+        count = sum(o is not None for o in offered)
+        note = self.query_one("#citations-note", Static)
+        if not count:
+            note.update("No line range here lies inside one function or class.")
+            return
+        box.value = ", ".join(o or c for c, o in zip(cites, offered, strict=True))
+        note.update(
+            f"{count} line range{'s' if count != 1 else ''} now cite"
+            f"{'s' if count == 1 else ''} the function or class holding "
+            f"{'them' if count != 1 else 'it'}: it follows the code when it moves."
+        )
+
     # ------------------------------------------------------------------ saving
 
     def action_save(self) -> None:
         if self._saving:  # a second write on the same revision would be refused as stale
-            self._error("saving: this form's save waits its turn behind the writes before it")
+            self.say("saving: this form's save waits its turn behind the writes before it")
             return
         errors = self._errors()
         self._show_errors(errors)
@@ -309,7 +424,7 @@ class RecordForm(Modal[str | None]):
             first = next(iter(errors))
             self.query_one(f"#{first}").focus()
             return
-        self._error("")
+        self.say("")
         self.saver(self._result(), self._saved, self._failed, self._queued)
 
     def _queued(self) -> None:
@@ -328,21 +443,23 @@ class RecordForm(Modal[str | None]):
         if isinstance(error, RevisionConflict) and self.record is not None:
             self._merge(error.newer)
         else:
-            self._error(f"error[{error.code}]: {error.message}")
+            self.say(f"error[{error.code}]: {error.message}")
         return True
-
-    def _error(self, text: str) -> None:
-        box = self.query_one("#form-error", Static)
-        box.update(text)
-        box.set_class(not text, "hidden")
 
     @on(Button.Pressed, "#save")
     def _save_pressed(self) -> None:
         self.action_save()
 
     @on(Button.Pressed, "#cancel")
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    def _all_values(self) -> tuple[object, ...]:
+        """Every value the form shows, as typed (what escape would throw away)."""
+        boxes = (self.query_one(f"#{name}") for name in (*TEXT_FIELDS, "citations"))
+        typed = tuple(b.text if isinstance(b, TextArea) else b.value for b in boxes)  # type: ignore[attr-defined]
+        selects = tuple(s.value for s in self.query(Select).results(Select))
+        return typed + selects
 
     # ------------------------------------------------------------------ merging a conflict
 
@@ -392,7 +509,7 @@ class RecordForm(Modal[str | None]):
         self.query_one("#form-heading", Label).update(
             f"Edit {visible(newer.id)} (merging with revision {revision})"
         )
-        self._error("")
+        self.say("")
         box = self.query_one("#merge", Vertical)
         box.query(".merge-row").remove()
         if changed:

@@ -44,6 +44,7 @@ from ..actions import (
     refusal,
 )
 from ..host import RecordsChanged
+from ..labels import home_path
 from ..panes import TABS
 from ..review import status_text
 from ..source_review import SourceReview
@@ -407,6 +408,11 @@ class MainScreen(Screen[None]):
         self.transitions.with_reason(Action.REJECT, "Reject", "warning")
 
     def action_reverify(self) -> None:
+        records = self.tabs.targets()
+        if len(records) == 1 and any(r.kind == "file" for r in records[0].governance.sourceRefs):
+            # Its citations re-anchored, or the question where its text is now.
+            self.source_review.reverify(records[0])
+            return
         self.transitions.confirm_batch(Action.REVERIFY)
 
     def action_pin(self) -> None:
@@ -486,8 +492,8 @@ class MainScreen(Screen[None]):
                 ConfirmDialog(
                     "Forget this record?",
                     f"“{record.title}”\nIts title, content and tags are erased from "
-                    f"{self.host.shown.files[record.id].path} and its backup, for good. Other "
-                    "records keep their history.\n" + "\n".join(receipt),
+                    f"{home_path(self.host.shown.files[record.id].path)} and its backup, for "
+                    "good. Other records keep their history.\n" + "\n".join(receipt),
                     "Forget",
                     danger=True,
                 ),
@@ -583,12 +589,29 @@ class MainScreen(Screen[None]):
             queued=queued,
         )
 
+    def _symbol_for(self, spec: str) -> str | None:
+        """The symbol to cite for a line range lying inside one function or class (the
+        form's ctrl+y), read by a ``Sources`` of its own: the app's belongs to its check
+        worker."""
+        from ...sources import Citation, Sources
+
+        try:
+            citation = Citation.parse(spec)
+        except StoreError:
+            return None
+        offered = Sources(self.host.store.paths.workspace).symbol_for(citation)
+        return offered.label if offered is not None else None
+
     def action_new(self) -> None:
         scope = self.tabs.current_pane.spec.scope
         default = scope if scope in EDITABLE_SCOPES else Scope.PROJECT
         self.app.push_screen(
             RecordForm(
-                record=None, scopes=EDITABLE_SCOPES, default_scope=default, save=self._save_form
+                record=None,
+                scopes=EDITABLE_SCOPES,
+                default_scope=default,
+                save=self._save_form,
+                symbol_for=self._symbol_for,
             ),
             self._after_form,
         )
@@ -603,6 +626,7 @@ class MainScreen(Screen[None]):
                 scopes=EDITABLE_SCOPES,
                 default_scope=record.scope,
                 save=self._save_form,
+                symbol_for=self._symbol_for,
             ),
             self._after_form,
         )

@@ -19,7 +19,7 @@ from ...model import Record
 from ...present import SHORT_ORIGIN, visible, when
 from ...store import merged_content
 from .conflict import PairChoice, SideBySide
-from .modal import Modal
+from .form import FormScreen, UnsavedChanges
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +100,7 @@ class NearDuplicateScreen(SideBySide[PairChoice | None]):
             self.action_keep()
 
 
-class MergeForm(Modal[MergeRequest | None]):
+class MergeForm(FormScreen[MergeRequest | None]):
     """The merged title and content (prefilled: the kept record's, then the other's) and a
     reason, which the merged text needs when it carries risk flags."""
 
@@ -112,14 +112,13 @@ class MergeForm(Modal[MergeRequest | None]):
     MergeForm .error { color: $error; height: auto; }
     """
 
-    BINDINGS = [
-        Binding("ctrl+s", "save", "Merge", priority=True),
-        Binding("escape", "cancel", "Cancel"),
-    ]
+    BINDINGS = [Binding("ctrl+s", "save", "Merge", priority=True)]
+    NOTE = "#error"
 
     def __init__(self, keep: Record, other: Record) -> None:
         super().__init__(classes="dialog")
         self.keep, self.other = keep, other
+        self.unsaved = UnsavedChanges(self._typed)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="merge-box"):
@@ -130,30 +129,34 @@ class MergeForm(Modal[MergeRequest | None]):
                 markup=False,
             )
             yield Label("Title")
-            yield Input(self.keep.title, id="title")
+            yield Input(self.keep.title, id="title", select_on_focus=False)
             yield Label("Content")
             yield TextArea(merged_content(self.keep, self.other), id="content")
             yield Label("Reason (needed when the text carries risk flags)")
-            yield Input("", id="reason")
-            yield Static("", id="error", classes="error", markup=False)
+            yield Input("", id="reason", select_on_focus=False)
+            yield Static("", id="error", classes="error hidden", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Merge (ctrl+s)", id="save", variant="success")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
         self.query_one("#content", TextArea).focus()
+        self.unsaved.opened()
+
+    def _typed(self) -> tuple[str, str, str]:
+        title, reason = (self.query_one(f"#{name}", Input).value for name in ("title", "reason"))
+        return title, self.query_one("#content", TextArea).text, reason
 
     def action_save(self) -> None:
         title = self.query_one("#title", Input).value.strip()
         content = self.query_one("#content", TextArea).text
         reason = self.query_one("#reason", Input).value.strip() or None
-        error = self.query_one("#error", Static)
         if not title or not content.strip():
-            error.update("The title and the content cannot be empty.")
+            self.say("The title and the content cannot be empty.")
             return
         found = lint.flags(title, content)
         if found and reason is None:
-            error.update(f"Risk flags: {lint.describe(found)}. Say why it may be relied on.")
+            self.say(f"Risk flags: {lint.describe(found)}. Say why it may be relied on.")
             self.query_one("#reason", Input).focus()
             return
         self.dismiss(
@@ -167,12 +170,14 @@ class MergeForm(Modal[MergeRequest | None]):
             )
         )
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    @on(Input.Changed)
+    @on(TextArea.Changed)
+    def _changed(self) -> None:
+        self.edited()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "save":
             self.action_save()
         else:
-            self.dismiss(None)
+            self.action_cancel()

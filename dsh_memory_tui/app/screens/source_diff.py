@@ -1,6 +1,7 @@
 """The diff since the citation: each citation of one record, its state and why, and for each
-that changed the cited text as it was against the file now. One key each: R re-verify (the
-memory still holds: the citations take today's text), e edit, a archive, f forget.
+that changed the cited text as it was against where it is now. One key each: R re-verify (the
+memory still holds: the citations take today's text where it is now), e edit, a archive, f
+forget; and the question re-verify asks when it cannot find some cited text (its lines now).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
+from ...errors import StoreError
 from ...model import Record
 from ...present import visible
-from ...sources import Check, State
+from ...sources import Check, Citation, State, Unlocated
+from ..widgets.ordered_keys import OrderedInput
 from .modal import Modal
 
 # What the screen dismisses with: the action the reviewer chose, or None.
@@ -27,6 +30,7 @@ _STATE_STYLE = {
     State.MOVED: "cyan",
     State.CHANGED: "bold red",
     State.MISSING: "bold red",
+    State.ELSEWHERE: "dim",
 }
 
 
@@ -66,6 +70,8 @@ class SourceDiffScreen(Modal[str | None]):
     }
     SourceDiffScreen #diff { height: 1fr; }
     SourceDiffScreen #legend { height: auto; color: $text-muted; }
+    /* Five buttons in a row: each as wide as its label, so Close stays in view at 80x24. */
+    SourceDiffScreen .dialog-buttons Button { min-width: 0; }
     """
 
     BINDINGS = [
@@ -116,3 +122,70 @@ class SourceDiffScreen(Modal[str | None]):
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id if event.button.id != "close" else None)
+
+
+class CitationLinesDialog(Modal[list[str] | None]):
+    """Re-verify could not find some cited text: one box per citation of the record, those it
+    found at their new place, the others at its best guess (or as they were), for the
+    reviewer to say where each is now. Dismisses with every box's ``PATH[:START-END]``, or
+    None (Escape, Cancel)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, record: Record, lost: Unlocated) -> None:
+        super().__init__(classes="dialog")
+        self.record = record
+        self.lost = lost
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label("Where is the cited text now?", classes="dialog-title", markup=False)
+            with VerticalScroll(classes="dialog-scroll"):
+                yield Static(
+                    visible(
+                        f"“{self.record.title}”: re-verify did not find this text; give the "
+                        "lines it is at now (PATH:START-END), then Enter."
+                    ),
+                    classes="dialog-message",
+                    markup=False,
+                )
+                for n, (check, near) in enumerate(self.lost.guesses):
+                    yield Static(visible(f"{check.label}: {check.why}"), markup=False)
+                    guess = near.label if near is not None else check.label
+                    yield OrderedInput(guess, id=f"c{n}")
+                for n, place in enumerate(self.lost.found, len(self.lost.guesses)):
+                    yield Static(visible(f"{place.label}: found"), markup=False)
+                    yield OrderedInput(place.label, id=f"c{n}")
+                yield Static("", id="lines-error", classes="field-error", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Re-verify", id="ok", variant="success")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(OrderedInput).focus()
+
+    def _given(self) -> list[str] | None:
+        given = [box.value.strip() for box in self.query(OrderedInput)]
+        for value in given:
+            try:
+                Citation.parse(value)
+            except StoreError as exc:
+                self.query_one("#lines-error", Static).update(visible(exc.message))
+                return None
+        return given
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        given = self._given()
+        if given is not None:
+            self.dismiss(given)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id != "ok":
+            self.dismiss(None)
+        else:
+            self._submitted()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
