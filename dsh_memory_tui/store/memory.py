@@ -46,6 +46,7 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
+from . import transitions  # the reviewer's writes (small: its imports are the store's)
 from .view import FileChange, FileView
 
 # A session: its id and the root id (None: this workspace's rootId).
@@ -54,9 +55,9 @@ T = TypeVar("T")
 if TYPE_CHECKING:  # citations load with the first record that has some (or asks for them)
     from ..sources import Citation, Sources
 
-    # The write path, maintenance and the reviewer's writes load with the first that runs: a
-    # command that only reads (`list`, `show`) needs none of them.
-    from . import maintenance, transitions
+    # The write path and maintenance load with the first that runs: a command that only
+    # reads (`list`, `show`) needs neither.
+    from . import maintenance
     from .writer import CompactResult, Rewrite
 
 # Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
@@ -648,8 +649,6 @@ class MemoryStore:
     ) -> Record:
         """One governance action on one record (``transitions.apply``): INVALID_TRANSITION
         when the host's rules refuse it in this state."""
-        from . import transitions
-
         return transitions.apply(
             self,
             action,
@@ -694,8 +693,6 @@ class MemoryStore:
         confirm_shared: bool = False,
     ) -> tuple[list[Record], list[tuple[str, str]]]:
         """``apply_many``: (written, skipped with why) (``transitions.apply_many_report``)."""
-        from . import transitions
-
         return transitions.apply_many_report(
             self, action, record_ids, reason=reason, confirm_shared=confirm_shared
         )
@@ -710,22 +707,16 @@ class MemoryStore:
     def reverify_citations(self, record_id: str, **kw: Any) -> Record:
         """Its citations take today's text and it is verified again, in one locked write
         (``transitions.reverify_citations``: INVALID_TRANSITION, INVALID_CITATION)."""
-        from . import transitions
-
         return transitions.reverify_citations(self, record_id, **kw)
 
     def keep(self, record_id: str, **kw: Any) -> transitions.KeepResult:
         """Keep this version of its conflict group, in one locked batch (``transitions.keep``:
         INVALID_TRANSITION when it has no rival or cannot be kept)."""
-        from . import transitions
-
         return transitions.keep(self, record_id, **kw)
 
     def merge(self, keep_id: str, other_id: str, **kw: Any) -> transitions.MergeResult:
         """Merge two records of one file into a new revision of ``keep_id``, in one locked
         write (``transitions.merge``)."""
-        from . import transitions
-
         return transitions.merge(self, keep_id, other_id, **kw)
 
     def adoptable(self, file: StoreFile) -> dict[str, int]:
@@ -859,13 +850,12 @@ class MemoryStore:
         earlier version of this program wrote (``maintenance.check``).
         """
         from . import maintenance, writer
-        from .writer import Rewrite
 
         def clean(file: StoreFile) -> bool:
             """Rewrite a file with problems (compacted if oversized); True if still too big."""
 
             def decide(view: FileView) -> tuple[Rewrite | None, None]:
-                return (Rewrite(compact=view.read_only) if view.exists else None), None
+                return (writer.Rewrite(compact=view.read_only) if view.exists else None), None
 
             self.rewrite(file, decide, confirm_shared=True)
             return self.view(file).read_only
