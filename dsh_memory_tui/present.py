@@ -7,9 +7,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from .host_rules import Origin, Scope, Status, Verification
 from .js_json import dumps_js
@@ -69,14 +67,34 @@ def _stand_in(code: int) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def _char_class(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
+class _Deferred:
+    """A module pattern compiled on its first use, which then takes its name in the module
+    (`dsh-memory --help` imports this module and uses none; compiling them all cost a tenth
+    of its start)."""
+
+    def __init__(self, name: str, source: str) -> None:
+        self.name, self.source = name, source
+
+    def __getattr__(self, attr: str) -> Any:
+        compiled = re.compile(self.source)
+        globals()[self.name] = compiled
+        return getattr(compiled, attr)
+
+
+def _char_class(ranges: Iterable[tuple[int, int]]) -> str:
     parts = (re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b != a else "") for a, b in ranges)
-    return re.compile("[" + "".join(parts) + "]")
+    return "[" + "".join(parts) + "]"
 
 
-_ONE_LINE = _char_class(_INVISIBLE_RANGES)
+def _deferred(name: str, source: str) -> re.Pattern[str]:
+    return cast("re.Pattern[str]", _Deferred(name, source))
+
+
+_ONE_LINE_CLASS = _char_class(_INVISIBLE_RANGES)
 # Content keeps its newlines and tabs: everything but those two.
-_MULTILINE = _char_class([(0x00, 0x08), (0x0B, 0x1F), *_INVISIBLE_RANGES[1:]])
+_MULTILINE_CLASS = _char_class([(0x00, 0x08), (0x0B, 0x1F), *_INVISIBLE_RANGES[1:]])
+_ONE_LINE = _deferred("_ONE_LINE", _ONE_LINE_CLASS)
+_MULTILINE = _deferred("_MULTILINE", _MULTILINE_CLASS)
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -85,7 +103,7 @@ def _replace(match: re.Match[str]) -> str:
 
 # In JSON text, the raw characters ``ensure_ascii=False`` leaves: C0 controls are escaped by
 # the json module already, and a raw newline there is the indentation's.
-_JSON_RAW = _char_class(_INVISIBLE_RANGES[1:])
+_JSON_RAW = _deferred("_JSON_RAW", _char_class(_INVISIBLE_RANGES[1:]))
 
 
 def _json_escape(match: re.Match[str]) -> str:
@@ -117,7 +135,9 @@ def visible(text: str, *, multiline: bool = False) -> str:
 
 
 # What ``visible`` writes for a character: a control picture, or a Python-style escape.
-_STAND_IN = re.compile(r"[\u2400-\u241f\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}")
+_STAND_IN = _deferred(
+    "_STAND_IN", r"[\u2400-\u241f\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}"
+)
 
 
 def _from_stand_ins(text: str, multiline: bool) -> str:
@@ -147,8 +167,7 @@ def editable(text: str, *, multiline: bool = False) -> str:
     return shown
 
 
-@dataclass(frozen=True, slots=True)
-class EditedText:
+class EditedText(NamedTuple):
     """One edit box's text: ``original`` as stored, ``shown`` as the box was given it."""
 
     original: str
@@ -178,8 +197,8 @@ def hidden_characters(*texts: str, multiline: bool = False) -> int:
 
 
 # Runs of them (a class repeated: ``re`` reads each character once).
-_ONE_LINE_RUNS = re.compile(_ONE_LINE.pattern + "+")
-_MULTILINE_RUNS = re.compile(_MULTILINE.pattern + "+")
+_ONE_LINE_RUNS = _deferred("_ONE_LINE_RUNS", _ONE_LINE_CLASS + "+")
+_MULTILINE_RUNS = _deferred("_MULTILINE_RUNS", _MULTILINE_CLASS + "+")
 
 
 def hidden_spans(
@@ -223,6 +242,8 @@ def hidden_warning(n: int) -> str:
 def when(ms: int, fmt: str = "%Y-%m-%d %H:%M") -> str:
     """An epoch-millisecond time as UTC text; a time past the year 9999 (the host takes any
     safe integer, up to 2^53 - 1) as its milliseconds, said."""
+    from datetime import UTC, datetime  # here: `dsh-memory --help` tells no time
+
     try:
         return datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)
     except (ValueError, OverflowError, OSError):
