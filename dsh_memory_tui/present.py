@@ -4,10 +4,11 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple
 
 from .host_rules import Origin, Scope, Status, Verification
 from .js_json import dumps_js
@@ -67,18 +68,11 @@ def _stand_in(code: int) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-class _Deferred:
-    """A module pattern compiled on its first use, which then takes its name in the module
-    (`dsh-memory --help` imports this module and uses none; compiling them all cost a tenth
-    of its start)."""
-
-    def __init__(self, name: str, source: str) -> None:
-        self.name, self.source = name, source
-
-    def __getattr__(self, attr: str) -> Any:
-        compiled = re.compile(self.source)
-        globals()[self.name] = compiled
-        return getattr(compiled, attr)
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    """``source`` compiled, once, on first use (`dsh-memory --help` imports this module and
+    uses none of its patterns; compiling them all at import cost a tenth of its start)."""
+    return re.compile(source)
 
 
 def _char_class(ranges: Iterable[tuple[int, int]]) -> str:
@@ -86,15 +80,13 @@ def _char_class(ranges: Iterable[tuple[int, int]]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-def _deferred(name: str, source: str) -> re.Pattern[str]:
-    return cast("re.Pattern[str]", _Deferred(name, source))
-
-
 _ONE_LINE_CLASS = _char_class(_INVISIBLE_RANGES)
 # Content keeps its newlines and tabs: everything but those two.
 _MULTILINE_CLASS = _char_class([(0x00, 0x08), (0x0B, 0x1F), *_INVISIBLE_RANGES[1:]])
-_ONE_LINE = _deferred("_ONE_LINE", _ONE_LINE_CLASS)
-_MULTILINE = _deferred("_MULTILINE", _MULTILINE_CLASS)
+
+
+def _invisible(multiline: bool) -> re.Pattern[str]:
+    return _pattern(_MULTILINE_CLASS if multiline else _ONE_LINE_CLASS)
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -103,7 +95,7 @@ def _replace(match: re.Match[str]) -> str:
 
 # In JSON text, the raw characters ``ensure_ascii=False`` leaves: C0 controls are escaped by
 # the json module already, and a raw newline there is the indentation's.
-_JSON_RAW = _deferred("_JSON_RAW", _char_class(_INVISIBLE_RANGES[1:]))
+_JSON_RAW = _char_class(_INVISIBLE_RANGES[1:])
 
 
 def _json_escape(match: re.Match[str]) -> str:
@@ -121,7 +113,7 @@ def json_for_terminal(text: str) -> str:
     if text.isascii():  # O(1) on a str; the usual listing, where the regex took ~15 ns a char
         # C0 controls are escaped by every JSON encoder: only DEL can be left, in a string.
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
-    return _JSON_RAW.sub(_json_escape, text)
+    return _pattern(_JSON_RAW).sub(_json_escape, text)
 
 
 def visible(text: str, *, multiline: bool = False) -> str:
@@ -131,19 +123,17 @@ def visible(text: str, *, multiline: bool = False) -> str:
     tabs (a record's content); otherwise they are shown too (a title, a tag, an id, a path).
     Not markup-escaped: callers that draw with Rich/Textual use ``Text``/``markup=False``.
     """
-    return (_MULTILINE if multiline else _ONE_LINE).sub(_replace, text)
+    return _invisible(multiline).sub(_replace, text)
 
 
 # What ``visible`` writes for a character: a control picture, or a Python-style escape.
-_STAND_IN = _deferred(
-    "_STAND_IN", r"[\u2400-\u241f\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}"
-)
+_STAND_IN = r"[\u2400-\u241f\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}"
 
 
 def _from_stand_ins(text: str, multiline: bool) -> str:
     """``visible`` undone: each stand-in back to the character it stands for (text that only
     looks like one, such as ``\\u0041``, is left as it is)."""
-    pattern = _MULTILINE if multiline else _ONE_LINE
+    pattern = _invisible(multiline)
 
     def back(match: re.Match[str]) -> str:
         s = match.group()
@@ -153,7 +143,7 @@ def _from_stand_ins(text: str, multiline: bool) -> str:
         char = chr(code)
         return char if pattern.fullmatch(char) and _stand_in(code) == s else s
 
-    return _STAND_IN.sub(back, text)
+    return _pattern(_STAND_IN).sub(back, text)
 
 
 def editable(text: str, *, multiline: bool = False) -> str:
@@ -192,13 +182,8 @@ class EditedText(NamedTuple):
 
 def hidden_characters(*texts: str, multiline: bool = False) -> int:
     """How many characters of ``texts`` ``visible`` would replace (0: nothing to warn about)."""
-    pattern = _MULTILINE if multiline else _ONE_LINE
+    pattern = _invisible(multiline)
     return sum(len(pattern.findall(t)) for t in texts)
-
-
-# Runs of them (a class repeated: ``re`` reads each character once).
-_ONE_LINE_RUNS = _deferred("_ONE_LINE_RUNS", _ONE_LINE_CLASS + "+")
-_MULTILINE_RUNS = _deferred("_MULTILINE_RUNS", _MULTILINE_CLASS + "+")
 
 
 def hidden_spans(
@@ -206,7 +191,8 @@ def hidden_spans(
 ) -> list[tuple[int, int]]:
     """Where in ``text`` the characters ``visible`` would replace are: (start, end) of each
     run of them (the ``invisible`` risk flag's spans), the first ``limit`` runs (all: None)."""
-    runs = (_MULTILINE_RUNS if multiline else _ONE_LINE_RUNS).finditer(text)
+    # Runs of them: the class repeated (``re`` reads each character once).
+    runs = _pattern((_MULTILINE_CLASS if multiline else _ONE_LINE_CLASS) + "+").finditer(text)
     return [m.span() for m in itertools.islice(runs, limit)]
 
 
