@@ -13,9 +13,10 @@ archived and forgotten records, other users' profiles, other sessions and other 
 never are. Search ranks like the host's ``MemoryStore.search`` (``recordRank``); lists are in
 the host's ``list()`` order; pinned records come first; at most 100 records.
 
-A budget (``budget_bytes``: ``--budget-bytes``, else ``DSH_MCP_BUDGET_BYTES``, else 32 KiB) bounds
-the text: records go in the served order until the next one would take the text past it, and
-the text ends by naming how many were cut (``AgentView.cut``: the records left out, in order).
+A budget (``settings.budget_bytes``: ``--budget-bytes``, else ``DSH_MCP_BUDGET_BYTES``, else
+32 KiB) bounds the text: records go in the served order until the next one would take the text
+past it, and the text ends by naming how many were cut (``AgentView.cut``: the records left
+out, in order).
 
 ``mark_used`` records that records were served (the host's ``markUsed``: ``lastUsedAt``,
 ``useCount``, ``updatedAt``; the revision stays), one locked batch per file through the store's
@@ -25,7 +26,6 @@ write path. Nothing here imports textual or the MCP SDK; nothing here writes unl
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
@@ -52,15 +52,19 @@ from .model import (
 )
 from .paths import StoreFile
 from .present import tags_text, when
+
+# The budget's setting lives in ``settings`` (every command checks it first, without this
+# module); it stays importable from here.
+from .settings import BUDGET_ENV as BUDGET_ENV
+from .settings import DEFAULT_BUDGET_BYTES as DEFAULT_BUDGET_BYTES
+from .settings import MIN_BUDGET_BYTES as MIN_BUDGET_BYTES
+from .settings import budget_bytes as budget_bytes
 from .store import FileView, MemoryStore, Session
 
 if TYPE_CHECKING:  # citations load with the store that checks them, not with the budget
     from .sources import Sources
 
 MAX_RESULTS = 100  # the host's MEMORY_MAX_RESULTS
-DEFAULT_BUDGET_BYTES = 32 * 1024  # about 8,000 tokens
-MIN_BUDGET_BYTES = 1024  # room for the heading and the line naming what was cut
-BUDGET_ENV = "DSH_MCP_BUDGET_BYTES"
 BYTES_PER_TOKEN = 4  # the usual estimate for English text and Markdown
 MAX_QUERY_BYTES = 256  # the host's MEMORY_MAX_QUERY_BYTES
 NO_MATCH_RANK = 5
@@ -128,29 +132,6 @@ class AgentView:
 def estimate_tokens(size: int) -> int:
     """About how many tokens ``size`` bytes of text cost (4 bytes a token, rounded up)."""
     return -(-size // BYTES_PER_TOKEN)
-
-
-def budget_bytes(value: object = None) -> int:
-    """The budget: ``value`` (``--budget-bytes``), else ``DSH_MCP_BUDGET_BYTES``, else 32 KiB.
-    ``StoreError(USAGE)`` for anything but a whole number of at least 1024.
-    """
-    where = "--budget-bytes"
-    if value is None:
-        value, where = os.environ.get(BUDGET_ENV) or None, BUDGET_ENV
-        if value is None:
-            return DEFAULT_BUDGET_BYTES
-    try:
-        number = int(str(value).strip().replace("_", ""))
-    except ValueError:
-        number = -1
-    if number < MIN_BUDGET_BYTES:
-        raise StoreError(
-            ErrorCode.USAGE,
-            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES} "
-            f"(room for the heading and the line naming what was cut; the default is "
-            f"{DEFAULT_BUDGET_BYTES})",
-        )
-    return number
 
 
 def is_served(record: Record, now: int) -> bool:

@@ -19,10 +19,11 @@ from textual.timer import Timer
 from textual.widgets import Input, Static, Tab, TabbedContent, TabPane
 
 from .. import lint
-from ..audit import DEFAULT_MAX_BYTES, AuditIndex, AuditLog, AuditNews, served_line
+from ..audit import AuditIndex, AuditLog, AuditNews, served_line
 from ..errors import StoreError
 from ..governance import conflict_rivals
 from ..model import Record, Scope, Status
+from ..settings import DEFAULT_MAX_BYTES
 from .citations import CitationStates
 from .evidence import RecordEvidence
 from .host import RecordsChanged

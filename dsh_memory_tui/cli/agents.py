@@ -61,8 +61,8 @@ def cmd_auto_write(store: MemoryStore, args: argparse.Namespace) -> int:
     ),
 )
 def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
-    from ..agent_view import Audience, agent_view, budget_bytes
-    from ..mcp import session_id_for
+    from ..agent_view import Audience, agent_view
+    from ..settings import budget_bytes, session_id_for
 
     session = session_id_for(args.session)
     budget = budget_bytes(args.budget_bytes)
