@@ -134,7 +134,16 @@ def source_ref_type(value: str) -> SourceRef:
     kind, sep, ident = value.partition(":")
     if not sep or not kind or not ident:
         raise argparse.ArgumentTypeError(f"{value!r} is not KIND:ID (for example session:abc)")
-    return SourceRef.model_validate({"kind": kind, "id": ident})
+    from ..host_rules import SOURCE_REF_KINDS
+
+    if kind not in SOURCE_REF_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: unknown kind {kind!r} (choose from {', '.join(sorted(SOURCE_REF_KINDS))})"
+        )
+    try:
+        return SourceRef.model_validate({"kind": kind, "id": ident})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a source reference ({exc})") from None
 
 
 def session_of(args: argparse.Namespace) -> Session | None:
