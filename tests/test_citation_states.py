@@ -148,8 +148,12 @@ def _cited_stats(monkeypatch, ws) -> list[str]:
     top = os.path.realpath(ws)
 
     def counting(path, *args, **kwargs):
-        if os.fspath(path).startswith(top):
-            seen.append(os.fspath(path))
+        # A check stats relative to the workspace (``dir_fd``) in a batch, else by full path.
+        full = os.fspath(path)
+        if kwargs.get("dir_fd") is not None:
+            full = os.path.join(os.readlink(f"/proc/self/fd/{kwargs['dir_fd']}"), full)
+        if full.startswith(top):
+            seen.append(full)
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "stat", counting)

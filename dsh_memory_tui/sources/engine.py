@@ -181,6 +181,7 @@ class Sources:
         # generation still hold (``checks`` in a batch: no per-citation work at all).
         self._generation = 0
         self._restated = False  # every known path stat'ed in this batch
+        self._top_fd: int | None = None  # the workspace, open in a batch: shorter stats
         self._by_record: dict[str, _Kept] = {}
         self._holding: dict[int, tuple[object, int, list[Record]]] = {}
 
@@ -193,11 +194,16 @@ class Sources:
         self._stats, self._real_dirs = {}, {}
         self._batches += 1
         self._restated = False
+        with contextlib.suppress(OSError):  # else each stat walks the whole path
+            self._top_fd = os.open(self._top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             yield
         finally:
             self._stats = self._real_dirs = None
             self._restated = False
+            if self._top_fd is not None:
+                os.close(self._top_fd)
+                self._top_fd = None
             self.verdicts.flush()
 
     def citation(self, ref: SourceRef) -> Citation | None:
@@ -214,7 +220,10 @@ class Sources:
         if stats is not None and rel in stats:
             return stats[rel]
         try:
-            key: StatKey | None = stat_key(os.stat(os.path.join(self._top, rel)))
+            if self._top_fd is not None:
+                key: StatKey | None = stat_key(os.stat(rel, dir_fd=self._top_fd))
+            else:
+                key = stat_key(os.stat(os.path.join(self._top, rel)))
         except OSError:  # gone, or a directory on the way can no longer be searched
             key = None
         if stats is not None:
@@ -249,16 +258,19 @@ class Sources:
         """Every known path stat'ed once (in a batch): what changed gets a new state."""
         stats = self._stats
         assert stats is not None
-        top = os.path.join(self._top, "")
+        top, fd, stat = os.path.join(self._top, ""), self._top_fd, os.stat
         batch = self._batches
-        for rel, state in list(self._files.items()):
+        # Only values are replaced while iterating (no key is added or removed).
+        for rel, state in self._files.items():
             key = stats.get(rel, _UNPARSED)
             if key is _UNPARSED:
                 try:
-                    st = os.stat(top + rel)
+                    st = stat(rel, dir_fd=fd) if fd is not None else stat(top + rel)
                     key = stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
                 except OSError:
                     key = stats[rel] = None
+            if key == state.key and (state.text is None or not state.text.racy):
+                continue  # the usual case, without a call
             if not state.trusted(key, batch):  # type: ignore[arg-type]
                 self._replace(rel, _FileState(key, batch=batch))  # type: ignore[arg-type]
         self._restated = True
@@ -569,20 +581,19 @@ class Sources:
                 return got
         generation = self._generation
         checks = self._checks_now(record)
-        paths: dict[str, None] = {}
+        files = self._files
+        states: list[tuple[str, _FileState | None]] = []
         broken = missing = False
         for c in checks:
             if c.citation is not None:
-                paths[c.citation.path] = None
+                states.append((c.citation.path, files.get(c.citation.path)))
             if c.now is not None:
-                paths[c.now.path] = None
+                states.append((c.now.path, files.get(c.now.path)))
             if c.state in BROKEN:
                 broken = True
                 missing = missing or c.state is State.MISSING
-        files = self._files
-        states = tuple((rel, files.get(rel)) for rel in paths)
         held = not broken or not needs_checking(record)
-        got = _Kept(record, generation, checks, held, states)
+        got = _Kept(record, generation, checks, held, tuple(states))
         if generation == self._generation and not missing:
             self._by_record[record.id] = got
         return got
@@ -796,9 +807,8 @@ def placed(refs: Sequence[SourceRef], scope: Scope, root_id: str) -> list[Source
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class RecordSources:
-    """A record and its citations checked now."""
+class RecordSources(NamedTuple):
+    """A record and its citations checked now (a tuple: thousands are made per check)."""
 
     record: Record
     checks: list[Check]
