@@ -808,15 +808,12 @@ def placed(refs: Sequence[SourceRef], scope: Scope, root_id: str) -> list[Source
 
 
 class RecordSources(NamedTuple):
-    """A record and its citations checked now (a tuple: thousands are made per check)."""
+    """A record and its citations checked now (a tuple: thousands are made per check);
+    ``needs_review``: verified and active, and a citation changed or is missing."""
 
     record: Record
     checks: list[Check]
-
-    @property
-    def needs_review(self) -> bool:
-        """Verified and active, and a citation changed or is missing."""
-        return needs_checking(self.record) and any(c.broken for c in self.checks)
+    needs_review: bool
 
 
 def report(sources: Sources, records: Iterable[Record]) -> list[RecordSources]:
@@ -824,9 +821,9 @@ def report(sources: Sources, records: Iterable[Record]) -> list[RecordSources]:
     out = []
     with sources.batch():
         for record in records:
-            checks = sources.checks(record)
-            if checks:  # one per file ref: none when it cites no file
-                out.append(RecordSources(record, checks))
+            kept = sources._kept(record)
+            if kept.checks:  # one per file ref: none when it cites no file
+                out.append(RecordSources(record, kept.checks, not kept.holds))
     return out
 
 

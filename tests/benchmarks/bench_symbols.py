@@ -4,7 +4,7 @@
 
 Run:  python tests/benchmarks/bench_symbols.py [--files 1000] [--symbols 2000] [--records 5000]
 
-Prints, in one run on this machine (rounds interleaved; median and spread):
+Prints, in one run on this machine (rounds interleaved; median and spread; CPU time):
 - the baseline: reading and hashing each cited file once (the least any check can do);
 - cold: a new ``Sources`` as a new process makes it (nothing in memory; the verdicts kept in
   the home when the citations were made, ``sources.verdicts``) checking every record: each
@@ -141,9 +141,9 @@ def make_store(home: Path, ws: Path, cited: list[tuple[str, str]], records: int)
 def timed(fn: Callable[[], object], setup: Callable[[], None] | None = None) -> float:
     if setup is not None:
         setup()
-    t = time.perf_counter()
+    t = time.process_time()  # CPU, steadier than wall time on a busy machine
     fn()
-    return time.perf_counter() - t
+    return time.process_time() - t
 
 
 def main() -> None:
