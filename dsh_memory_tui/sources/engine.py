@@ -399,12 +399,15 @@ class Sources:
             return self._judge(ref, citation, state)
         key = (ref.id, ref.contentHash)
         got = state.checks.get(key)
-        if got is None and citation.start is not None and citation.symbol is None:
+        if got is not None:
+            return got
+        if citation.start is not None and citation.symbol is None:
             got = self._lines_held(ref, citation, state)
         if got is None:
             got = self._judge(ref, citation, state)
-            if not _searched(citation, got):  # else other files may change what it finds
-                state.checks[key] = got
+            if _searched(citation, got):  # other files may change what it finds: not kept
+                return got
+        state.checks[key] = got
         return got
 
     def _lines_held(self, ref: SourceRef, citation: Citation, state: _FileState) -> Check | None:
