@@ -117,7 +117,9 @@ def test_every_way_a_check_takes_gives_the_slow_ways_state(tmp_path_factory, cas
             new = {c.label: c.state for c in fresh.checks(record)}
         with live.batch():
             kept = {c.label: c.state for c in live.checks(record)}
-        assert new == slow == kept, (variant, how)
+        # ``report`` twice: the second is the same records with nothing changed (its memo).
+        reported = [{c.label: c.state for c in report(live, [record])[0].checks} for _ in "ab"]
+        assert new == slow == kept == reported[0] == reported[1], (variant, how)
         symbol, lines = slow[f"{case.path}#{case.name}"], slow["app.py:2-3"]
         if variant in ("source", "cosmetic"):
             assert symbol is State.OK

@@ -184,6 +184,10 @@ class Sources:
         self._top_fd: int | None = None  # the workspace, open in a batch: shorter stats
         self._by_record: dict[str, _Kept] = {}
         self._holding: dict[int, tuple[object, int, list[Record]]] = {}
+        # The last ``report``: its records (held, so their ids stay theirs), the generation
+        # and its answer; and how many records' checks could not be kept (a file gone).
+        self._reported: tuple[list[Record], tuple[int, ...], int, list[RecordSources]] | None = None
+        self._unkept = 0
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -583,22 +587,35 @@ class Sources:
                 got = self._by_record[record.id] = got._replace(generation=self._generation)
                 return got
         generation = self._generation
-        checks = self._checks_now(record)
-        files = self._files
+        files, parsed, root = self._files, self._citations, self.root_id
+        checks: list[Check] = []
         states: list[tuple[str, _FileState | None]] = []
         broken = missing = False
-        for c in checks:
-            if c.citation is not None:
-                states.append((c.citation.path, files.get(c.citation.path)))
+        # ``_checks_now`` and the states its checks were made from, in one loop (thousands
+        # of records a check).
+        for ref in record.governance.sourceRefs:
+            if ref.kind != FILE_KIND:
+                continue
+            known = parsed.get(ref.id, _UNPARSED)
+            citation = self.citation(ref) if known is _UNPARSED else known
+            if citation is None:
+                c = self._check(ref, None, True)
+            else:
+                assert isinstance(citation, Citation)
+                c = self._check(ref, citation, judged_here(record, citation, root))
+                states.append((citation.path, files.get(citation.path)))
+            checks.append(c)
             if c.now is not None:
                 states.append((c.now.path, files.get(c.now.path)))
-            if c.state in BROKEN:
+            if c.state is not State.OK and c.state in BROKEN:
                 broken = True
                 missing = missing or c.state is State.MISSING
         held = not broken or not needs_checking(record)
         got = _Kept(record, generation, checks, held, tuple(states))
         if generation == self._generation and not missing:
             self._by_record[record.id] = got
+        else:
+            self._unkept += 1
         return got
 
     def _checks_now(self, record: Record) -> list[Check]:
@@ -821,13 +838,24 @@ class RecordSources(NamedTuple):
 
 def report(sources: Sources, records: Iterable[Record]) -> list[RecordSources]:
     """Each of ``records`` that cites a file, with its citations checked now."""
+    records = records if isinstance(records, list) else list(records)
     out = []
     with sources.batch():
+        if not sources._restated:
+            sources._restat()
+        # The same records again (the app's periodic check) with no cited file changed: the
+        # same answer, at one stat per file.
+        ids, generation, unkept = tuple(map(id, records)), sources._generation, sources._unkept
+        memo = sources._reported
+        if memo is not None and memo[2] == generation and memo[1] == ids:
+            return list(memo[3])
         for record in records:
             kept = sources._kept(record)
             if kept.checks:  # one per file ref: none when it cites no file
                 out.append(RecordSources(record, kept.checks, not kept.holds))
-    return out
+        if sources._generation == generation and sources._unkept == unkept:
+            sources._reported = (list(records), ids, generation, out)
+    return list(out)
 
 
 def cited_hashes(records: Iterable[Record]) -> set[str]:
