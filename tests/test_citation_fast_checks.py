@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 from citing import settled, store_on, workspace
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from symbol_cases import CASES
 
 from dsh_memory_tui import symbols
+from dsh_memory_tui.errors import StoreError
 from dsh_memory_tui.sources import Sources, State, report, verdicts_path
 from dsh_memory_tui.store import MemoryStore
 
@@ -176,3 +177,38 @@ def test_a_kept_verdicts_file_that_is_not_ours_is_rebuilt_not_trusted(tmp_path):
     fresh = store_on(home, ws)
     (check,) = fresh.sources.checks(fresh.get(rid))
     assert check.state is State.CHANGED
+
+
+SPEC = st.text(alphabet="ab./#:-1 _$\\\t\n\x00é", max_size=14)
+
+
+@settings(max_examples=400, deadline=None)
+@given(spec=st.one_of(SPEC, st.builds(lambda a, b: f"{a}#{b}", SPEC, SPEC)))
+@example(spec="src/a.py#Client.fetch")
+@example(spec="a.py#f\n")
+@example(spec="a.py#f ")
+@example(spec=" a.py#f")
+@example(spec="d#x/a.py#f")
+@example(spec="root:0123456789abcdef//a.py#f")
+@example(spec="a.py#")
+@example(spec="#f")
+@example(spec="a/#f")
+@example(spec="a/./b.py#f")
+@example(spec="a\\b.py#f")
+@example(spec="a.py#A.#secret")
+def test_a_stored_symbol_id_read_the_short_way_is_what_the_full_parse_reads(spec):
+    from dsh_memory_tui.sources import citation as module
+
+    def parsed() -> object:
+        try:
+            return module.Citation.parse(spec)
+        except StoreError as exc:
+            return exc.message
+
+    fast = parsed()
+    real = module._usual_symbol
+    module._usual_symbol = lambda _spec: None  # the full parse alone
+    try:
+        assert parsed() == fast
+    finally:
+        module._usual_symbol = real

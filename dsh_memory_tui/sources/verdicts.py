@@ -8,7 +8,7 @@ byte-for-byte the one judged has another key, so a kept verdict can never stand 
 file, whatever its stat says. A new process reads and hashes each cited file (what the
 citation's floor does anyway) and parses only those with a verdict not kept: after a verify,
 none. What is kept: hashes, a state, a symbol's name and lines and why in words (the same words
-``sources`` prints); never the file's text. At most ``MAX_VERDICTS``, the ones used last kept.
+``sources`` prints); never the file's text. At most ``MAX_VERDICTS``, the ones made last kept.
 The file is a cache: unreadable, malformed or lost, it is rebuilt, never trusted past its key.
 """
 
@@ -27,6 +27,7 @@ from .verdict import State, Verdict
 # the grammars): every kept verdict is then judged again. The package's version is in it too.
 VERSION = f"1/{__version__}"
 MAX_VERDICTS = 20_000
+_STATES = {state.value: state for state in State}
 _FILE_BYTES = 8 * 1024 * 1024  # a kept file past this is not read (it is rebuilt)
 
 
@@ -77,13 +78,10 @@ class Verdicts:
             now = (int(lines[0]), int(lines[1])) if lines is not None else None
             if not isinstance(why, str) or not isinstance(symbol, str | None):
                 return None
-            verdict = Verdict(State(state), why, now, symbol)
+            verdict = Verdict(_STATES[state], why, now, symbol)
         except (TypeError, ValueError, IndexError, KeyError):
             return None
         self.hits += 1
-        # Used now: moved to the end, so a bound drops the ones used longest ago.
-        table = self._table()
-        table[key] = table.pop(key)
         return verdict
 
     def put(self, key: str, verdict: Verdict) -> None:
@@ -94,7 +92,7 @@ class Verdicts:
 
     def flush(self) -> None:
         """Write what was added since the last flush (merged with what another process wrote
-        meanwhile; at most ``MAX_VERDICTS``, the last used kept). A write that fails is
+        meanwhile; at most ``MAX_VERDICTS``, the last made kept). A write that fails is
         dropped: the verdicts are made again next time."""
         if not self._added or self.path is None or self._kept is None:
             return
