@@ -13,9 +13,10 @@ archived and forgotten records, other users' profiles, other sessions and other 
 never are. Search ranks like the host's ``MemoryStore.search`` (``recordRank``); lists are in
 the host's ``list()`` order; pinned records come first; at most 100 records.
 
-A budget (``budget_bytes``: ``--budget-bytes``, else ``DSH_MCP_BUDGET_BYTES``, else 32 KiB) bounds
-the text: records go in the served order until the next one would take the text past it, and
-the text ends by naming how many were cut (``AgentView.cut``: the records left out, in order).
+A budget (``settings.budget_bytes``: ``--budget-bytes``, else ``DSH_MCP_BUDGET_BYTES``, else
+32 KiB) bounds the text: records go in the served order until the next one would take the text
+past it, and the text ends by naming how many were cut (``AgentView.cut``: the records left
+out, in order).
 
 ``mark_used`` records that records were served (the host's ``markUsed``: ``lastUsedAt``,
 ``useCount``, ``updatedAt``; the revision stays), one locked batch per file through the store's
@@ -25,7 +26,6 @@ write path. Nothing here imports textual or the MCP SDK; nothing here writes unl
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
@@ -52,15 +52,19 @@ from .model import (
 )
 from .paths import StoreFile
 from .present import tags_text, when
+
+# The budget's setting lives in ``settings`` (every command checks it first, without this
+# module); it stays importable from here.
+from .settings import BUDGET_ENV as BUDGET_ENV
+from .settings import DEFAULT_BUDGET_BYTES as DEFAULT_BUDGET_BYTES
+from .settings import MIN_BUDGET_BYTES as MIN_BUDGET_BYTES
+from .settings import budget_bytes as budget_bytes
 from .store import FileView, MemoryStore, Session
 
 if TYPE_CHECKING:  # citations load with the store that checks them, not with the budget
     from .sources import Sources
 
 MAX_RESULTS = 100  # the host's MEMORY_MAX_RESULTS
-DEFAULT_BUDGET_BYTES = 32 * 1024  # about 8,000 tokens
-MIN_BUDGET_BYTES = 1024  # room for the heading and the line naming what was cut
-BUDGET_ENV = "DSH_MCP_BUDGET_BYTES"
 BYTES_PER_TOKEN = 4  # the usual estimate for English text and Markdown
 MAX_QUERY_BYTES = 256  # the host's MEMORY_MAX_QUERY_BYTES
 NO_MATCH_RANK = 5
@@ -101,7 +105,9 @@ class AgentView:
     """The records an agent gets for one request and the exact Markdown text of them.
 
     ``cut``: the records that would have come next but did not fit the budget, in the served
-    order; ``more``: how many matched beyond the 100-record limit (not counted in ``cut``).
+    order; ``more``: how many matched beyond the 100-record limit (not counted in ``cut``);
+    ``withheld``: how many more a human verified once that wait for re-review (stale,
+    expired, their cited code changed, decided two ways by a team merge: ``queue``).
     """
 
     records: list[Record]
@@ -110,6 +116,7 @@ class AgentView:
     cut: tuple[Record, ...] = ()
     more: int = 0
     budget: int | None = None
+    withheld: int = 0
 
     @property
     def size(self) -> int:
@@ -125,29 +132,6 @@ class AgentView:
 def estimate_tokens(size: int) -> int:
     """About how many tokens ``size`` bytes of text cost (4 bytes a token, rounded up)."""
     return -(-size // BYTES_PER_TOKEN)
-
-
-def budget_bytes(value: object = None) -> int:
-    """The budget: ``value`` (``--budget-bytes``), else ``DSH_MCP_BUDGET_BYTES``, else 32 KiB.
-    ``StoreError(USAGE)`` for anything but a whole number of at least 1024.
-    """
-    where = "--budget-bytes"
-    if value is None:
-        value, where = os.environ.get(BUDGET_ENV) or None, BUDGET_ENV
-        if value is None:
-            return DEFAULT_BUDGET_BYTES
-    try:
-        number = int(str(value).strip().replace("_", ""))
-    except ValueError:
-        number = -1
-    if number < MIN_BUDGET_BYTES:
-        raise StoreError(
-            ErrorCode.USAGE,
-            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES} "
-            f"(room for the heading and the line naming what was cut; the default is "
-            f"{DEFAULT_BUDGET_BYTES})",
-        )
-    return number
 
 
 def is_served(record: Record, now: int) -> bool:
@@ -222,6 +206,21 @@ def record_rank(record: Record, query: str) -> int:
     return _rank(lowered(record), lower, _TOKEN.findall(lower))
 
 
+class Kept(NamedTuple):
+    """A file's records an agent may be served (before their citations are checked), and
+    those a human verified once that wait for re-review (``queue.withheld``)."""
+
+    served: list[Record]
+    withheld: list[Record]
+
+
+def kept(view: FileView, now: int) -> Kept:
+    from .queue import withheld  # with what it reads (the team's merge): on first serving
+
+    served = [r for r in view.current.values() if is_served(r, now)]
+    return Kept(served, withheld(view, now))
+
+
 class ServeCache:
     """What a long-running server would otherwise recompute on every request: each file's
     served records (until the file's view changes) and each record's lower-cased text (while
@@ -230,22 +229,22 @@ class ServeCache:
 
     def __init__(self) -> None:
         self._by_id: dict[str, tuple[Record, Lowered]] = {}
-        self._served: dict[object, tuple[tuple[int, int], list[Record]]] = {}
+        self._served: dict[object, tuple[tuple[int, int], Kept]] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def served(self, view: FileView, now: int) -> list[Record]:
-        """``view``'s served records; the same list while the view has applied no line (an
-        expiry is applied as a line, so it changes the view too).
+    def served(self, view: FileView, now: int) -> Kept:
+        """``view``'s served and withheld records (``kept``); the same lists while the view
+        has applied no line (an expiry is applied as a line, so it changes the view too).
         """
         signature = (view.epoch, len(view.applied))
         entry = self._served.get(view.path)
         if entry is not None and entry[0] == signature:
             return entry[1]
-        records = [r for r in view.current.values() if is_served(r, now)]
-        self._served[view.path] = (signature, records)
-        return records
+        got = kept(view, now)
+        self._served[view.path] = (signature, got)
+        return got
 
     def lowered(self, record: Record) -> Lowered:
         entry = self._by_id.get(record.id)
@@ -326,6 +325,14 @@ def _views(store: MemoryStore, files: Iterable[StoreFile]) -> list[FileView]:
     return views
 
 
+class Ranked(NamedTuple):
+    """The records an agent may be served, each with its sort key, unsorted; ``withheld``:
+    how many more a human verified once would be, but wait for re-review."""
+
+    keyed: list[tuple[tuple[int | bool, ...], Record]]
+    withheld: int
+
+
 def _ranked(
     store: MemoryStore,
     audience: Audience,
@@ -335,8 +342,9 @@ def _ranked(
     record_type: RecordType | str | None = None,
     now: int | None = None,
     cache: ServeCache | None = None,
-) -> list[tuple[tuple[int | bool, ...], Record]]:
-    """Every record an agent may be served, with its sort key (``served_records``), unsorted."""
+) -> Ranked:
+    """Every record an agent may be served, with its sort key (``served_records``), unsorted,
+    and how many of the same type and matching the same query are withheld."""
     at = now_ms() if now is None else now
     files = served_files(store, audience, scope)
     wanted_type = None
@@ -351,40 +359,42 @@ def _ranked(
     if query is not None:
         query = check_query(query)
     records: list[Record] = []
-    withheld = withheld_ids(store, files)
+    held: list[Record] = []  # verified once, withheld until a person here decides again
+    broken = withheld_ids(store, files)
     with store.sources.batch():  # one stat per cited file for the whole request
         for view in _views(store, files):
-            if cache is not None:
-                served = cache.served(view, at)
-            else:
-                served = [r for r in view.current.values() if is_served(r, at)]
-            if wanted_type is not None or withheld:
-                served = [
-                    r
-                    for r in served
-                    if (wanted_type is None or r.type is wanted_type) and r.id not in withheld
-                ]
+            served, waiting = cache.served(view, at) if cache is not None else kept(view, at)
+            if wanted_type is not None or broken:  # else the cache's own list (holding's memo)
+                served = [r for r in served if wanted_type is None or r.type is wanted_type]
+                held.extend(r for r in served if r.id in broken)
+                served = [r for r in served if r.id not in broken]
             # Citations are checked at each request (a stat per cited file): code changes
             # without any line of the store changing.
-            records.extend(store.sources.holding(served))
+            holding = store.sources.holding(served)
+            records.extend(holding)
+            if len(holding) < len(served):
+                ok = {r.id for r in holding}
+                held.extend(r for r in served if r.id not in ok)
+            held.extend(r for r in waiting if wanted_type is None or r.type is wanted_type)
     keyed: list[tuple[tuple[int | bool, ...], Record]]
     if query is None:
         # Pinned first, then the host's list order (``governance.host_list_order``).
         keyed = [((not r.governance.pinned, -r.updatedAt), r) for r in records]
-    else:
-        # The host's search order, pinned first among records of one rank.
-        texts = cache if cache is not None else ServeCache()
-        lower = query.lower()
-        tokens = _TOKEN.findall(lower)
-        keyed = []
-        for r in records:
-            rank = _rank(texts.lowered(r), lower, tokens)
-            if rank < NO_MATCH_RANK:
-                key = (rank, not r.governance.pinned, -r.updatedAt, -(r.lastUsedAt or 0))
-                keyed.append((key, r))
-        if scope is None and wanted_type is None and len(texts) > len(records):
-            texts.retain({r.id for r in records})
-    return keyed
+        return Ranked(keyed, len(held))
+    # The host's search order, pinned first among records of one rank.
+    texts = cache if cache is not None else ServeCache()
+    lower = query.lower()
+    tokens = _TOKEN.findall(lower)
+    keyed = []
+    for r in records:
+        rank = _rank(texts.lowered(r), lower, tokens)
+        if rank < NO_MATCH_RANK:
+            key = (rank, not r.governance.pinned, -r.updatedAt, -(r.lastUsedAt or 0))
+            keyed.append((key, r))
+    if scope is None and wanted_type is None and len(texts) > len(records):
+        texts.retain({r.id for r in records})
+    matching = sum(1 for r in held if _rank(lowered(r), lower, tokens) < NO_MATCH_RANK)
+    return Ranked(keyed, matching)
 
 
 def served_records(
@@ -401,7 +411,7 @@ def served_records(
     ``ServeCache`` kept between calls (a server's), so unchanged files are not filtered
     again and each record's text is lower-cased once.
     """
-    return _best(_ranked(store, audience, **criteria), safe_limit(limit))
+    return _best(_ranked(store, audience, **criteria).keyed, safe_limit(limit))
 
 
 def _best(keyed: list[tuple[tuple[int | bool, ...], Record]], limit: int) -> list[Record]:
@@ -463,8 +473,18 @@ def _head(count: int, scopes: Sequence[Scope], query: str | None) -> str:
     )
 
 
-def _tail(cut: int, more: int, budget: int | None, query: str | None, limit: int) -> str:
-    """The line naming what was not sent ("" when everything was)."""
+def withheld_words(withheld: int, query: str | None, *, other: bool = False) -> str:
+    """ "5 verified records are withheld until re-review" (``other``: beside records sent)."""
+    n = f"{withheld} {'other ' if other else ''}verified record{'s' if withheld != 1 else ''}"
+    matching = " matching it" if query is not None else ""
+    return f"{n}{matching} {'is' if withheld == 1 else 'are'} withheld until re-review"
+
+
+def _tail(
+    cut: int, more: int, budget: int | None, query: str | None, limit: int, withheld: int = 0
+) -> str:
+    """The lines naming what was not sent ("" when everything was): cut by the budget or the
+    limit, and withheld until a human re-reviews them."""
     parts = []
     if cut:
         what = "matching " if query is not None else "verified "
@@ -474,14 +494,15 @@ def _tail(cut: int, more: int, budget: int | None, query: str | None, limit: int
         )
     if more:
         parts.append(f"{more:,} more beyond the limit of {limit} records")
+    held = f"\n_{withheld_words(withheld, query, other=True)}._\n" if withheld else ""
     if not parts:
-        return ""
+        return held
     hint = (
         f"narrow the search to reach {'them' if cut + more != 1 else 'it'}"
         if query is not None
         else f"search with {SEARCH_TOOL_NAME} to reach {'them' if cut + more != 1 else 'it'}"
     )
-    return f"\n_{'; '.join(parts)}; {hint}._\n"
+    return f"\n_{'; '.join(parts)}; {hint}._\n{held}"
 
 
 SEARCH_TOOL_NAME = "workspace_memory_search"
@@ -497,18 +518,25 @@ def to_markdown(
     budget: int | None = None,
     limit: int = MAX_RESULTS,
     rendered: Sequence[str] | None = None,
+    withheld: int = 0,
 ) -> str:
     """The Markdown an agent gets for ``records`` (served from ``scopes``), ending with the
-    line that names the ``cut`` records (over ``budget``) and the ``more`` beyond the limit.
-    ``rendered``: ``render_record`` of each record, when the caller has them.
+    lines that name the ``cut`` records (over ``budget``), the ``more`` beyond the limit and
+    the ``withheld`` until re-review. ``rendered``: ``render_record`` of each record, when
+    the caller has them.
     """
     head = _head(len(records), scopes, query)
-    tail = _tail(cut, more, budget, query, limit)
     if not records:
         if cut:
-            return f"{head}\n{tail}"
-        none = "no verified memory matches it" if query is not None else "no verified memory yet"
-        return f"{head}\n\nNothing to show: {none}.\n{tail}"
+            return f"{head}\n{_tail(cut, more, budget, query, limit, withheld)}"
+        if withheld:
+            none = withheld_words(withheld, query)
+        else:
+            none = (
+                "no verified memory matches it" if query is not None else "no verified memory yet"
+            )
+        return f"{head}\n\nNothing to show: {none}.\n{_tail(cut, more, budget, query, limit)}"
+    tail = _tail(cut, more, budget, query, limit, withheld)
     texts = rendered if rendered is not None else [render_record(r) for r in records]
     return head + "\n\n" + "\n".join(texts) + tail
 
@@ -520,9 +548,10 @@ def _fit(
     more: int,
     budget: int,
     limit: int,
+    withheld: int = 0,
 ) -> tuple[int, list[str]]:
     """How many of ``records`` (a prefix: the served order is kept) fit in ``budget`` bytes
-    with the heading and the closing line, and the rendered text of those.
+    with the heading and the closing lines, and the rendered text of those.
     """
     rendered: list[str] = []
     body = 0  # the records' bytes and the blank lines between them
@@ -531,7 +560,8 @@ def _fit(
         text = render_record(record)
         size = body + utf8_len(text) + (1 if k > 1 else 0)
         head = utf8_len(_head(k, scopes, query)) + 2
-        if head + size + utf8_len(_tail(n - k, more, budget, query, limit)) > budget:
+        tail = _tail(n - k, more, budget, query, limit, withheld)
+        if head + size + utf8_len(tail) > budget:
             break
         rendered.append(text)
         body = size
@@ -554,7 +584,7 @@ def agent_view(
     tools' text, the app's "What the agent sees", ``dsh-memory payload``). With ``budget``
     (bytes), the records that fit in the served order, the rest in ``cut``.
     """
-    keyed = _ranked(
+    keyed, withheld = _ranked(
         store,
         audience,
         scope=scope,
@@ -568,9 +598,9 @@ def agent_view(
     more = total - len(records)
     scopes = _scope_arg(audience, scope)
     if budget is None:
-        text = to_markdown(records, scopes, query=query, more=more, limit=most)
-        return AgentView(records, text, scopes, more=more)
-    fits, rendered = _fit(records, scopes, query, more, budget, most)
+        text = to_markdown(records, scopes, query=query, more=more, limit=most, withheld=withheld)
+        return AgentView(records, text, scopes, more=more, withheld=withheld)
+    fits, rendered = _fit(records, scopes, query, more, budget, most, withheld)
     sent, cut = records[:fits], tuple(records[fits:])
     text = to_markdown(
         sent,
@@ -581,8 +611,9 @@ def agent_view(
         budget=budget,
         limit=most,
         rendered=rendered,
+        withheld=withheld,
     )
-    return AgentView(sent, text, scopes, cut, more, budget)
+    return AgentView(sent, text, scopes, cut, more, budget, withheld)
 
 
 # ----------------------------------------------------------------------------- use

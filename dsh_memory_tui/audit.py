@@ -47,45 +47,21 @@ from .lock import HostLock
 from .model import Record, now_ms
 from .present import relative, visible, when
 
+# The log's settings live in ``settings`` (every command checks them first, without this
+# module); they stay importable from here.
+from .settings import AUDIT_ENV as AUDIT_ENV
+from .settings import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+from .settings import MAX_BYTES_ENV as MAX_BYTES_ENV
+from .settings import audit_setting as audit_setting
+from .settings import max_bytes_setting
+
 log = logging.getLogger(__name__)
 
 AUDIT_DIR = "audit"
 AUDIT_FILE = "audit.jsonl"
-MAX_BYTES_ENV = "DSH_AUDIT_MAX_BYTES"
-AUDIT_ENV = "DSH_AUDIT"  # "off": dsh-memory mcp writes no entries (it says so at its start)
-DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 KEEP = 3  # rotated files kept: audit.1.jsonl (newest) ... audit.3.jsonl
 SERVED = "served"
 EXPORTED = "exported"
-
-
-def max_bytes_setting() -> int:
-    """``DSH_AUDIT_MAX_BYTES`` (default 8 MiB): the size past which the log is rotated.
-    ``StoreError(USAGE)`` for anything but a positive whole number.
-    """
-    value = os.environ.get(MAX_BYTES_ENV)
-    if not value:
-        return DEFAULT_MAX_BYTES
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number <= 0:
-        raise StoreError(ErrorCode.USAGE, f"{MAX_BYTES_ENV} {value!r} is not a byte count")
-    return number
-
-
-def audit_setting() -> bool:
-    """``DSH_AUDIT``: False for ``off`` (``dsh-memory mcp`` writes no entries), True for
-    ``on`` or unset. ``StoreError(USAGE)`` for anything else (a ``0`` or ``false`` that
-    meant off must not leave the log on unsaid).
-    """
-    value = os.environ.get(AUDIT_ENV, "").strip().lower()
-    if value not in ("", "on", "off"):
-        raise StoreError(
-            ErrorCode.USAGE, f"{AUDIT_ENV} {os.environ[AUDIT_ENV]!r} is not 'on' or 'off'"
-        )
-    return value != "off"
 
 
 def record_refs(records: Iterable[Record]) -> list[dict[str, Any]]:

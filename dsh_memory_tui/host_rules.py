@@ -11,8 +11,6 @@ import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from .js_json import decode_js
-
 SCHEMA_VERSION = 1
 MAX_TITLE_BYTES = 256
 MAX_CONTENT_BYTES = 64 * 1024
@@ -259,4 +257,6 @@ def is_root_id(key: str) -> bool:
 
 def blank(raw: bytes) -> bool:
     """True for a line the host skips: nothing but JavaScript whitespace."""
+    from .js_json import decode_js  # here: the vocabulary (`dsh-memory --help`) needs no JSON
+
     return not js_trim(decode_js(raw))

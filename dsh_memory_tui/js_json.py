@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -234,6 +233,8 @@ def dumps_js(
     ``separators`` say otherwise): ``RawJSON`` is written as its text; NaN and Infinity are
     refused.
     """
+    import secrets  # here: most commands write no JSON this way, and it loads hmac
+
     raws: list[str] = []
     nonce = secrets.token_hex(8)
 

@@ -11,7 +11,6 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import stat
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -292,12 +291,18 @@ def _append_synced(path: Path, data: bytes, action: str) -> tuple[int, os.stat_r
     return appended.start, appended.stat
 
 
+def temp_suffix() -> str:
+    """The random part of a temporary's name: ``secrets.token_hex(4)``, without loading
+    secrets (and hmac) into every command."""
+    return os.urandom(4).hex()
+
+
 def _stage(path: Path, data: bytes) -> Path:
     """Write ``data`` to a new 0600 temporary beside ``path`` and fsync it; returns its path.
     ``UNSAFE_PATH`` or ``WRITE_FAILED`` (then no temporary is left).
     """
     check_path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{temp_suffix()}.tmp")
     fd, _ = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         try:

@@ -17,7 +17,7 @@ Every record served counts as used once per server run (``agent_view.mark_used``
 batch per file; shared-project records only with ``--yes-shared``).
 
 Every answer is bounded by the byte budget (``--budget-bytes``, ``DSH_MCP_BUDGET_BYTES``, 32 KiB:
-``agent_view.budget_bytes``) and appends one entry to the home's audit log (``audit.py``): the
+``settings.budget_bytes``) and appends one entry to the home's audit log (``audit.py``): the
 client's name and version from its ``initialize``, the session, what was asked, each record's
 id, revision and hash, the bytes sent; never the text.
 
@@ -26,10 +26,8 @@ The SDK is imported only when a server is built, so the rest of the package neve
 
 import gc
 import logging
-import os
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
@@ -37,18 +35,18 @@ from pydantic import Field
 
 from . import lint
 from .agent_view import (
-    DEFAULT_BUDGET_BYTES,
     AgentView,
     Audience,
     ServeCache,
     agent_view,
-    budget_bytes,
     mark_used,
     served_files,
 )
-from .audit import AuditLog, audit_setting, safe_append, served_entry
+from .audit import AuditLog, safe_append, served_entry
 from .errors import ErrorCode, StoreError
 from .model import MAX_ID_BYTES, Record, RecordType, Scope, SourceRef, js_trim, text_ok
+from .settings import DEFAULT_BUDGET_BYTES, audit_setting, budget_bytes
+from .settings import session_id_for as session_id_for  # its home; importable here as before
 from .sources import Citation
 from .store import MemoryStore
 
@@ -565,23 +563,6 @@ def _version() -> str:
     return __version__
 
 
-def session_id_for(session: str | None) -> str:
-    """``--session``, else ``DSH_SESSION_ID``, else one made for this server run. USAGE for
-    an id the host cannot store.
-    """
-    where = "--session"
-    if not session and os.environ.get("DSH_SESSION_ID"):
-        session, where = os.environ["DSH_SESSION_ID"], "DSH_SESSION_ID"
-    value = session or f"mcp-{uuid.uuid4()}"
-    if not text_ok(value, MAX_ID_BYTES) or "|" in value:
-        raise StoreError(
-            ErrorCode.USAGE,
-            f"{where} {value!r} is not a usable session id (1-256 bytes, no control character "
-            "or '|')",
-        )
-    return value
-
-
 def serve(
     store: MemoryStore,
     *,
@@ -591,7 +572,7 @@ def serve(
     budget: int | str | None = None,
 ) -> None:
     """Run the server on stdin/stdout until the client closes it. ``budget``: the bytes an
-    answer may take (``agent_view.budget_bytes``: the flag, the environment, the default).
+    answer may take (``settings.budget_bytes``: the flag, the environment, the default).
     """
     limit = budget_bytes(budget)
     # DSH_AUDIT=off: no entries (bench_mcp.py measures the audit's cost against it).

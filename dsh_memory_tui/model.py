@@ -23,8 +23,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from pydantic import ValidationError
-
 from . import model_fast as _fast
 from .errors import ErrorCode, StoreError
 from .host_rules import (
@@ -78,6 +76,7 @@ from .host_rules import (
     well_formed,
 )
 from .js_json import decode_js, dumps_js, loads_js
+from .model_fast import ValidationError
 from .record import (
     ForeignLine,
     FutureLine,
@@ -192,7 +191,7 @@ def records_json(records: Sequence[Record]) -> str:
         if not run:
             return
         try:
-            text = _fast.record_list().dump_json(run, indent=2, exclude_unset=True).decode()
+            text = _fast.record_list().to_json(run, indent=2, exclude_unset=True).decode()
         except (ValueError, TypeError):  # a lone surrogate in a string
             parts.extend(_indented_json(r) for r in run)
         else:

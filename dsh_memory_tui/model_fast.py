@@ -1,18 +1,16 @@
-"""The fast path, and every use of pydantic's internals, in one module.
+"""The fast path, and every use of pydantic-core but the models' own, in one module.
 
 ``model`` says what a record is and gives the host's verdict in the host's order of checks.
-This module makes the usual verdict cheap, and is the only code that relies on how pydantic
-v2 works inside (the versions ``pyproject.toml`` pins; CI also runs the model tests at its
-floor):
+This module makes the usual verdict cheap (with ``model_base``, the fence's lower half, the
+only code that touches pydantic-core):
 
-- a loaded record shares its models' fields sets (``model_base``, the fence's lower half, which
-  keeps them) and an older host's record gets its legacy governance, unset (``loaded``);
-- the line validator is ``Record``'s core schema with the host's limits added in Rust, built
-  while the model classes say "incomplete" (pydantic-core would reuse their own validators).
+- a loaded record shares its models' fields sets (``model_base`` keeps them) and an older
+  host's record gets its legacy governance, unset (``loaded``);
+- the line validator is ``Record``'s core schema with the host's limits added in Rust.
 
-When the line validator cannot be built (another pydantic lays its schemas out otherwise) or
-does not refuse what it was built to refuse, the plain validator takes its place with the same
-contract (``validator_kind`` says which): slower, never another verdict.
+When the line validator cannot be built or does not refuse what it was built to refuse, the
+plain validator takes its place with the same contract (``validator_kind`` says which):
+slower, never another verdict.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import SchemaValidator
+from pydantic_core import SchemaSerializer, SchemaValidator
 
 from .host_rules import (
     CONTENT_CONTROL,
@@ -47,11 +44,9 @@ from .host_rules import (
     blank,
     utf8_len,
 )
-from .model_base import set_unset, share_fields
+from .model_base import OpenModel, ValidationError, set_unset, share_fields
 from .record import (
     ForeignLine,
-    Governance,
-    Provenance,
     Record,
     SourceRef,
     legacy_governance,
@@ -83,7 +78,7 @@ def fill_legacy(record: Record) -> Record:
 # ----------------------------------------------------------------------- line validator
 
 # The record's own validator, straight from Rust: ``model_validate_json`` adds a Python call.
-plain_validator: LineValidator = Record.__pydantic_validator__.validate_json
+plain_validator: LineValidator = Record.core_validator.validate_json
 
 # The host's text rules as patterns Rust checks: a first character that is neither JavaScript
 # whitespace (so the string is not blank) nor a control character, and no control character
@@ -98,14 +93,13 @@ _HASH_PATTERN = "^sha256:[0-9a-f]{64}$"
 _VALIDATE_LINE: LineValidator | None = None  # line_validator(), once built
 Kind = Literal["constrained", "plain", "off"]
 _KIND: Kind | None = None
-# While the line validator builds, the model classes say "incomplete": a schema built over
-# them then (the app loads in a thread) would be refused. Every lazy schema build takes this.
+# The line validator is built once, by whichever thread asks first (the app loads in one).
 _SCHEMA_BUILD = threading.Lock()
 
 
-def core_schema(cls: type[BaseModel]) -> dict[str, Any]:
+def core_schema(cls: type[OpenModel]) -> dict[str, Any]:
     """A copy of ``cls``'s core schema, to change."""
-    return copy.deepcopy(dict(cls.__pydantic_core_schema__))
+    return copy.deepcopy(cls.core_schema)
 
 
 def line_validator() -> LineValidator:
@@ -191,18 +185,9 @@ def _build_line_validator() -> LineValidator:
     # passes; a line with one goes the host-order path, which refuses it.
     _finite_json_anywhere(schema)
     schema = {"type": "definitions", "schema": schema, "definitions": [_FINITE_JSON]}
-    # pydantic-core reuses a complete model class's own validator for a "model" schema of
-    # that class, constraints or not: the classes say "incomplete" while this one is built.
-    classes = (Record, Provenance, Governance, SourceRef)
-    for cls in classes:
-        type.__setattr__(cls, "__pydantic_complete__", False)
-    try:
-        # No cache of short strings: looking each one up cost ~15% of a load (the file's
-        # repeated tags and session ids then take a few hundred bytes more per record).
-        validator = SchemaValidator(schema, {"cache_strings": "keys"})  # type: ignore[arg-type]
-    finally:
-        for cls in classes:
-            type.__setattr__(cls, "__pydantic_complete__", True)
+    # No cache of short strings: looking each one up cost ~15% of a load (the file's
+    # repeated tags and session ids then take a few hundred bytes more per record).
+    validator = SchemaValidator(schema, {"cache_strings": "keys"})  # type: ignore[arg-type]
     return validator.validate_json  # type: ignore[no-any-return]
 
 
@@ -309,10 +294,9 @@ def _checked_plain(line: bytes, strict: bool = True) -> Record:
 
 
 @functools.cache
-def record_list() -> TypeAdapter[list[Record]]:
+def record_list() -> SchemaSerializer:
     """The serializer of a list of records (built on first use: only listing commands)."""
-    with _SCHEMA_BUILD:  # see line_validator
-        return TypeAdapter(list[Record])
+    return SchemaSerializer({"type": "list", "items_schema": Record.core_schema})  # type: ignore[arg-type]
 
 
 # -------------------------------------------------------------------------- the usual run

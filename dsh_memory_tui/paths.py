@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import math
 import os
@@ -34,6 +33,8 @@ def resolve_user(user: str | None = None) -> str:
     """
     value = user or os.environ.get("DSH_USER_ID")
     if not value:
+        import getpass  # here: it loads termios, and --user or DSH_USER_ID need neither
+
         try:
             value = getpass.getuser()
         except (KeyError, OSError):

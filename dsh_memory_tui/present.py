@@ -4,12 +4,11 @@ the one list of a record's facts that ``dsh-memory show`` and the detail pane bo
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .host_rules import Origin, Scope, Status, Verification
 from .js_json import dumps_js
@@ -69,14 +68,25 @@ def _stand_in(code: int) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def _char_class(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    """``source`` compiled, once, on first use (`dsh-memory --help` imports this module and
+    uses none of its patterns; compiling them all at import cost a tenth of its start)."""
+    return re.compile(source)
+
+
+def _char_class(ranges: Iterable[tuple[int, int]]) -> str:
     parts = (re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b != a else "") for a, b in ranges)
-    return re.compile("[" + "".join(parts) + "]")
+    return "[" + "".join(parts) + "]"
 
 
-_ONE_LINE = _char_class(_INVISIBLE_RANGES)
+_ONE_LINE_CLASS = _char_class(_INVISIBLE_RANGES)
 # Content keeps its newlines and tabs: everything but those two.
-_MULTILINE = _char_class([(0x00, 0x08), (0x0B, 0x1F), *_INVISIBLE_RANGES[1:]])
+_MULTILINE_CLASS = _char_class([(0x00, 0x08), (0x0B, 0x1F), *_INVISIBLE_RANGES[1:]])
+
+
+def _invisible(multiline: bool) -> re.Pattern[str]:
+    return _pattern(_MULTILINE_CLASS if multiline else _ONE_LINE_CLASS)
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -103,7 +113,7 @@ def json_for_terminal(text: str) -> str:
     if text.isascii():  # O(1) on a str; the usual listing, where the regex took ~15 ns a char
         # C0 controls are escaped by every JSON encoder: only DEL can be left, in a string.
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
-    return _JSON_RAW.sub(_json_escape, text)
+    return _pattern(_JSON_RAW).sub(_json_escape, text)
 
 
 def visible(text: str, *, multiline: bool = False) -> str:
@@ -113,17 +123,17 @@ def visible(text: str, *, multiline: bool = False) -> str:
     tabs (a record's content); otherwise they are shown too (a title, a tag, an id, a path).
     Not markup-escaped: callers that draw with Rich/Textual use ``Text``/``markup=False``.
     """
-    return (_MULTILINE if multiline else _ONE_LINE).sub(_replace, text)
+    return _invisible(multiline).sub(_replace, text)
 
 
 # What ``visible`` writes for a character: a control picture, or a Python-style escape.
-_STAND_IN = re.compile(r"[\u2400-\u241f\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}")
+_STAND_IN = r"[\u2400-\u241f\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8}"
 
 
 def _from_stand_ins(text: str, multiline: bool) -> str:
     """``visible`` undone: each stand-in back to the character it stands for (text that only
     looks like one, such as ``\\u0041``, is left as it is)."""
-    pattern = _MULTILINE if multiline else _ONE_LINE
+    pattern = _invisible(multiline)
 
     def back(match: re.Match[str]) -> str:
         s = match.group()
@@ -133,7 +143,7 @@ def _from_stand_ins(text: str, multiline: bool) -> str:
         char = chr(code)
         return char if pattern.fullmatch(char) and _stand_in(code) == s else s
 
-    return _STAND_IN.sub(back, text)
+    return _pattern(_STAND_IN).sub(back, text)
 
 
 def editable(text: str, *, multiline: bool = False) -> str:
@@ -147,8 +157,7 @@ def editable(text: str, *, multiline: bool = False) -> str:
     return shown
 
 
-@dataclass(frozen=True, slots=True)
-class EditedText:
+class EditedText(NamedTuple):
     """One edit box's text: ``original`` as stored, ``shown`` as the box was given it."""
 
     original: str
@@ -173,13 +182,8 @@ class EditedText:
 
 def hidden_characters(*texts: str, multiline: bool = False) -> int:
     """How many characters of ``texts`` ``visible`` would replace (0: nothing to warn about)."""
-    pattern = _MULTILINE if multiline else _ONE_LINE
+    pattern = _invisible(multiline)
     return sum(len(pattern.findall(t)) for t in texts)
-
-
-# Runs of them (a class repeated: ``re`` reads each character once).
-_ONE_LINE_RUNS = re.compile(_ONE_LINE.pattern + "+")
-_MULTILINE_RUNS = re.compile(_MULTILINE.pattern + "+")
 
 
 def hidden_spans(
@@ -187,7 +191,8 @@ def hidden_spans(
 ) -> list[tuple[int, int]]:
     """Where in ``text`` the characters ``visible`` would replace are: (start, end) of each
     run of them (the ``invisible`` risk flag's spans), the first ``limit`` runs (all: None)."""
-    runs = (_MULTILINE_RUNS if multiline else _ONE_LINE_RUNS).finditer(text)
+    # Runs of them: the class repeated (``re`` reads each character once).
+    runs = _pattern((_MULTILINE_CLASS if multiline else _ONE_LINE_CLASS) + "+").finditer(text)
     return [m.span() for m in itertools.islice(runs, limit)]
 
 
@@ -223,6 +228,8 @@ def hidden_warning(n: int) -> str:
 def when(ms: int, fmt: str = "%Y-%m-%d %H:%M") -> str:
     """An epoch-millisecond time as UTC text; a time past the year 9999 (the host takes any
     safe integer, up to 2^53 - 1) as its milliseconds, said."""
+    from datetime import UTC, datetime  # here: `dsh-memory --help` tells no time
+
     try:
         return datetime.fromtimestamp(ms / 1000, UTC).strftime(fmt)
     except (ValueError, OverflowError, OSError):

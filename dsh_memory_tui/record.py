@@ -1,16 +1,14 @@
-"""What a line of a store file is: the record's pydantic models (``Record`` and its parts),
-the other verdicts on a line (``FutureLine``, ``ForeignLine``, ``RecordInvalid``), the file a
-line was read from (``Location``), the host's defaults for an older host's record and its view
-of an expired one. The host's checks, in its order, are ``model``'s; the fast path's,
-``model_fast``'s.
+"""What a line of a store file is: the record's models (``Record`` and its parts, validated by
+pydantic-core: ``model_base``), the other verdicts on a line (``FutureLine``, ``ForeignLine``,
+``RecordInvalid``), the file a line was read from (``Location``), the host's defaults for an
+older host's record and its view of an expired one. The host's checks, in its order, are
+``model``'s; the fast path's, ``model_fast``'s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
-
-from pydantic import Field
 
 from .host_rules import (
     MAX_SAFE_INTEGER,
@@ -28,12 +26,12 @@ from .host_rules import (
     session_file_stem,
 )
 from .js_json import dumps_js, loads_js
-from .model_base import OpenModel, mark_set
+from .model_base import Bounds, OpenModel, mark_set
 
-# Safe integers (JavaScript's Number.isSafeInteger, >= 0), checked in pydantic's Rust core.
-SafeInt = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
-Revision = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
-SchemaVersion = Annotated[int, Field(strict=True, ge=SCHEMA_VERSION, le=SCHEMA_VERSION)]
+# Safe integers (JavaScript's Number.isSafeInteger, >= 0), checked in pydantic-core (Rust).
+SafeInt = Annotated[int, Bounds(0, MAX_SAFE_INTEGER)]
+Revision = Annotated[int, Bounds(1, MAX_SAFE_INTEGER)]
+SchemaVersion = Annotated[int, Bounds(SCHEMA_VERSION, SCHEMA_VERSION, strict=True)]
 
 
 class SourceRef(OpenModel):

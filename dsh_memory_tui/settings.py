@@ -8,7 +8,9 @@ Textual-free (the app and its command line both use it).
 
 ``check_environment``: every ``DSH_*`` variable a command may read, checked before it does
 anything (``dsh-memory`` and ``dsh-memory-tui`` call it first), so that a wrong one is refused
-at once rather than after a bundle was written or a server started.
+at once rather than after a bundle was written or a server started. The readers of the agent
+budget, the audit log's and the session's settings live here (``agent_view``, ``audit`` and
+``mcp`` take them from here), so the check every command makes loads none of those modules.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import ErrorCode, StoreError
+from .host_rules import MAX_ID_BYTES, text_ok
 from .jsonl import ensure_dir, read_file, write_atomic
 
 SETTINGS_NAME = "dsh-memory-tui.json"
@@ -66,21 +69,102 @@ def save_settings(home: Path, settings: Settings) -> None:
     write_atomic(settings_path(home), data.encode())
 
 
+# ---------------------------------------------------------------- settings from the environment
+
+BUDGET_ENV = "DSH_MCP_BUDGET_BYTES"
+DEFAULT_BUDGET_BYTES = 32 * 1024  # about 8,000 tokens
+MIN_BUDGET_BYTES = 1024  # room for the heading and the line naming what was cut
+MAX_BYTES_ENV = "DSH_AUDIT_MAX_BYTES"
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+AUDIT_ENV = "DSH_AUDIT"  # "off": dsh-memory mcp writes no entries (it says so at its start)
+
+
+def budget_bytes(value: object = None) -> int:
+    """The agent budget: ``value`` (``--budget-bytes``), else ``DSH_MCP_BUDGET_BYTES``, else
+    32 KiB. ``StoreError(USAGE)`` for anything but a whole number of at least 1024.
+    """
+    where = "--budget-bytes"
+    if value is None:
+        value, where = os.environ.get(BUDGET_ENV) or None, BUDGET_ENV
+        if value is None:
+            return DEFAULT_BUDGET_BYTES
+    try:
+        number = int(str(value).strip().replace("_", ""))
+    except ValueError:
+        number = -1
+    if number < MIN_BUDGET_BYTES:
+        raise StoreError(
+            ErrorCode.USAGE,
+            f"{where} {str(value)!r} is not a byte count of at least {MIN_BUDGET_BYTES} "
+            f"(room for the heading and the line naming what was cut; the default is "
+            f"{DEFAULT_BUDGET_BYTES})",
+        )
+    return number
+
+
+def max_bytes_setting() -> int:
+    """``DSH_AUDIT_MAX_BYTES`` (default 8 MiB): the size past which the audit log is rotated.
+    ``StoreError(USAGE)`` for anything but a positive whole number.
+    """
+    value = os.environ.get(MAX_BYTES_ENV)
+    if not value:
+        return DEFAULT_MAX_BYTES
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise StoreError(ErrorCode.USAGE, f"{MAX_BYTES_ENV} {value!r} is not a byte count")
+    return number
+
+
+def audit_setting() -> bool:
+    """``DSH_AUDIT``: False for ``off`` (``dsh-memory mcp`` writes no entries), True for
+    ``on`` or unset. ``StoreError(USAGE)`` for anything else (a ``0`` or ``false`` that
+    meant off must not leave the log on unsaid).
+    """
+    value = os.environ.get(AUDIT_ENV, "").strip().lower()
+    if value not in ("", "on", "off"):
+        raise StoreError(
+            ErrorCode.USAGE, f"{AUDIT_ENV} {os.environ[AUDIT_ENV]!r} is not 'on' or 'off'"
+        )
+    return value != "off"
+
+
+def session_id_for(session: str | None) -> str:
+    """``--session``, else ``DSH_SESSION_ID``, else one made for this run (``mcp-<uuid>``).
+    USAGE for an id the host cannot store (``session_id_setting``)."""
+    import uuid
+
+    return session_id_setting(session) or f"mcp-{uuid.uuid4()}"
+
+
+def session_id_setting(session: str | None) -> str | None:
+    """``--session``, else ``DSH_SESSION_ID``, else None. USAGE for an id the host cannot
+    store (1-256 bytes, no control character or '|').
+    """
+    where = "--session"
+    if not session and os.environ.get(SESSION_ENV):
+        session, where = os.environ[SESSION_ENV], SESSION_ENV
+    if session and (not text_ok(session, MAX_ID_BYTES) or "|" in session):
+        raise StoreError(
+            ErrorCode.USAGE,
+            f"{where} {session!r} is not a usable session id (1-256 bytes, no control character "
+            "or '|')",
+        )
+    return session or None
+
+
 def check_environment() -> None:
     """Every setting a command may read from the environment, checked now:
     ``DSH_LOCK_TIMEOUT``, ``DSH_MCP_BUDGET_BYTES``, ``DSH_AUDIT_MAX_BYTES``, ``DSH_AUDIT``
     (``on`` or ``off``) and ``DSH_SESSION_ID``. ``StoreError(USAGE)`` naming the first wrong one.
     (``DSH_HOME`` and ``DSH_USER_ID`` are checked where the store is opened, first too.)
     """
-    from .agent_view import budget_bytes
-    from .audit import audit_setting, max_bytes_setting
     from .paths import lock_timeout
 
     lock_timeout()
     budget_bytes()
     max_bytes_setting()
     audit_setting()
-    if os.environ.get(SESSION_ENV):
-        from .mcp import session_id_for
-
-        session_id_for(None)
+    session_id_setting(None)

@@ -14,6 +14,7 @@ from conftest import run_cli
 from test_mcp import client, ok, read, served_titles, store_of
 
 from dsh_memory_tui import agent_view as av
+from dsh_memory_tui import settings
 from dsh_memory_tui.errors import ErrorCode, StoreError
 from dsh_memory_tui.model import utf8_len
 from dsh_memory_tui.store import MemoryStore
@@ -61,7 +62,7 @@ def test_the_text_ends_by_naming_what_was_cut(store):
 
 def test_everything_that_fits_is_sent_with_no_closing_line(store):
     _filled(store, 3)
-    got = av.agent_view(store, AUDIENCE, budget=av.DEFAULT_BUDGET_BYTES)
+    got = av.agent_view(store, AUDIENCE, budget=settings.DEFAULT_BUDGET_BYTES)
     assert len(got.records) == 3 and not got.cut
     assert got.text == av.agent_view(store, AUDIENCE).text
     assert "not sent" not in got.text
@@ -96,23 +97,23 @@ def test_a_search_is_bounded_too(store):
 
 def test_records_beyond_the_limit_are_named_too(store):
     _filled(store, 105, size=5)
-    got = av.agent_view(store, AUDIENCE, budget=av.DEFAULT_BUDGET_BYTES)
+    got = av.agent_view(store, AUDIENCE, budget=settings.DEFAULT_BUDGET_BYTES)
     assert len(got.records) == 100 and got.more == 5
     assert "5 more beyond the limit of 100 records" in got.text
 
 
 def test_the_budget_is_the_flag_else_the_environment_else_32_kib(monkeypatch):
-    monkeypatch.delenv(av.BUDGET_ENV, raising=False)
-    assert av.budget_bytes() == 32 * 1024
-    monkeypatch.setenv(av.BUDGET_ENV, "4096")
-    assert av.budget_bytes() == 4096
-    assert av.budget_bytes("2048") == 2048
+    monkeypatch.delenv(settings.BUDGET_ENV, raising=False)
+    assert settings.budget_bytes() == 32 * 1024
+    monkeypatch.setenv(settings.BUDGET_ENV, "4096")
+    assert settings.budget_bytes() == 4096
+    assert settings.budget_bytes("2048") == 2048
 
 
 @pytest.mark.parametrize("value", ["12", "lots", "-5", "1023"])
 def test_a_budget_below_1024_bytes_or_not_a_number_is_a_usage_error(value):
     with pytest.raises(StoreError) as err:
-        av.budget_bytes(value)
+        settings.budget_bytes(value)
     assert err.value.code is ErrorCode.USAGE
     assert "--budget-bytes" in err.value.message
 
@@ -150,7 +151,7 @@ async def test_the_server_takes_its_budget_from_the_environment(tmp_path):
     home.mkdir()
     workspace.mkdir()
     _filled(store_of(home, workspace), 20)
-    async with client(home, workspace, env={av.BUDGET_ENV: "2000"}) as session:
+    async with client(home, workspace, env={settings.BUDGET_ENV: "2000"}) as session:
         listed = await ok(session, "workspace_memory_list")
     assert utf8_len(listed) <= 2000 and "not sent: over the budget (2,000 bytes)" in listed
 

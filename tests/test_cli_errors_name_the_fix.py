@@ -94,3 +94,12 @@ def test_a_budget_under_the_minimum_says_the_minimum_the_readme_states(dirs: Hom
     entry = reference[reference.index("  payload ") :].split("\n  audit ")[0]
     assert re.search(rf"at least {MIN_BUDGET_BYTES}\b", entry)
     assert str(DEFAULT_BUDGET_BYTES) in entry
+
+
+def test_a_source_reference_of_an_unknown_kind_names_the_kinds(fixture_home: Home):
+    records = fixture_home[1] / ".dsh/workspace-memory/records.jsonl"
+    before = records.read_bytes()
+    result = cli(fixture_home, "propose", *NEW, "--source-ref", "manual:1")
+    assert result.returncode == 2, result.stderr
+    assert "unknown kind 'manual' (choose from event, file, import, session, url)" in result.stderr
+    assert "Traceback" not in result.stderr and records.read_bytes() == before

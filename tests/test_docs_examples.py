@@ -70,6 +70,11 @@ SKIPPED = {
     ): "a synopsis; the server it starts talks on stdio (tests/test_mcp.py runs it with the "
     "real client)",
     ("docs/mcp.md", "dsh-memory payload [--session ID]"): "a synopsis, not a command",
+    (
+        "README.md",
+        "$ dsh-memory queue            # after a merge",
+    ): "the queue after two clones' branches were merged: tests/test_queue.py and "
+    "tests/app/test_review_reasons.py make that merge for real and read `queue --json`",
     ("docs/reliability.md", "python -m pytest -q tests/reliability"): "runs a part of the suite",
     (
         "docs/reliability.md",

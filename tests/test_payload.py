@@ -15,6 +15,7 @@ from conftest import REPO_ROOT, run_cli
 from test_mcp import client, ok, store_of
 
 from dsh_memory_tui import agent_view as av
+from dsh_memory_tui import settings
 
 
 def _fill(home: Path, workspace: Path, n: int = 12) -> list[str]:
@@ -70,7 +71,7 @@ def test_payload_json_names_the_included_and_cut_ids_the_bytes_and_tokens(dirs, 
 def test_payload_takes_the_budget_from_the_environment_like_the_server(dirs, tmp_path):
     home, workspace = dirs
     _fill(home, workspace)
-    result = run_cli(home, workspace, "payload", "--json", env={av.BUDGET_ENV: "1500"})
+    result = run_cli(home, workspace, "payload", "--json", env={settings.BUDGET_ENV: "1500"})
     got = json.loads(result.stdout)
     assert got["budget"] == 1500 and got["bytes"] <= 1500
 

@@ -3,7 +3,17 @@ looked, each tab's membership, the banners' words, the status line's."""
 
 from __future__ import annotations
 
-from dsh_memory_tui.app.review import Announcements, Index, banner, status_text, tab_rule
+from dsh_memory_tui.app.evidence import Evidence
+from dsh_memory_tui.app.review import (
+    Announcements,
+    Index,
+    ReviewRule,
+    banner,
+    review_facts,
+    status_text,
+    tab_rule,
+    why_cell,
+)
 from dsh_memory_tui.model import (
     Origin,
     Provenance,
@@ -15,6 +25,8 @@ from dsh_memory_tui.model import (
     Verification,
     make_record,
 )
+from dsh_memory_tui.queue import CONFLICT, DIGEST, MERGE, waiting
+from dsh_memory_tui.queue import PROPOSAL as PROPOSAL_REASON
 from dsh_memory_tui.store import MemoryStore
 
 PROPOSAL = "memory:agent:convention:5966eb44e0c6774455113dc30e9a8df5"
@@ -38,16 +50,68 @@ def test_the_index_sees_every_change_since_it_looked_our_own_writes_included(
     assert index.changes(alice_store.views()).reset
 
 
-def test_each_tab_rule_reads_its_flags_when_asked(alice_store: MemoryStore):
-    shown = {"inactive": False, "derived": False}
-    project = tab_rule(Scope.PROJECT, lambda: shown["inactive"], lambda: shown["derived"])
-    review = tab_rule(None, lambda: shown["inactive"], lambda: shown["derived"])
+def test_a_scope_tabs_rule_reads_its_flag_when_asked(alice_store: MemoryStore):
+    shown = {"inactive": False}
+    project = tab_rule(Scope.PROJECT, lambda: shown["inactive"])
     decision = alice_store.get(DECISION)
     archived = decision.model_copy(update={"status": Status.ARCHIVED})
-    assert project(decision) and not project(archived) and not review(decision)
+    assert project(decision) and not project(archived)
     shown["inactive"] = True
     assert project(archived)
-    assert review(alice_store.get(PROPOSAL))
+
+
+def review_rule(store: MemoryStore, derived: dict[str, bool]) -> tuple[ReviewRule, Index]:
+    """The Review tab's rule over an index of ``store`` as the app builds it."""
+    index = Index()
+    index.load(store.views())
+    facts = review_facts(index, store.paths.root_id, store.clock, lambda rid: False, Evidence())
+    return ReviewRule(facts, lambda: derived["on"]), index
+
+
+def test_the_review_rule_keeps_each_records_reasons_and_counts_them(alice_store: MemoryStore):
+    derived = {"on": False}
+    rule, index = review_rule(alice_store, derived)
+    records = [r for view in alice_store.views() for r in view.current.values()]
+    listed = {r.id for r in records if rule(r)}
+    assert PROPOSAL in listed
+    assert listed == {w.record.id for w in waiting(alice_store)}  # the CLI's queue, the same
+    proposal = alice_store.get(PROPOSAL)
+    assert why_cell(rule.of(proposal)) == rule.of(proposal)[0].label
+    tally = rule.counts()
+    assert sum(tally.values()) >= len(listed) and tally[PROPOSAL_REASON] >= 1
+    line = rule.counts_line()
+    assert line.startswith(f"{len(listed)} waiting on a human: ")
+    # A verify takes it out: asked again of the changed record, the counts follow.
+    before = tally[PROPOSAL_REASON]
+    alice_store.verify(PROPOSAL)
+    assert not rule(alice_store.get(PROPOSAL))
+    assert rule.counts().get(PROPOSAL_REASON, 0) == before - 1
+    rule.reset()
+    assert rule.counts() == {} and rule.counts_line() == "Nothing waits on a human"
+
+
+def test_digests_wait_behind_d_and_the_line_says_how_many(alice_store: MemoryStore):
+    derived = {"on": False}
+    rule, _ = review_rule(alice_store, derived)
+    digests = [
+        r
+        for view in alice_store.views()
+        for r in view.current.values()
+        if r.governance.origin is Origin.DERIVED and r.status is Status.ACTIVE
+    ]
+    assert digests  # the fixture's session digests
+    assert not any(rule(r) for r in digests)
+    assert rule.hidden == len({r.id for r in digests if DIGEST in rule.of(r)})
+    assert f"(D: +{rule.hidden} session digests)" in rule.counts_line()
+    derived["on"] = True
+    assert all(rule(r) for r in digests if DIGEST in rule.of(r))
+    assert rule.hidden == 0
+
+
+def test_the_why_cell_names_the_first_reason_and_how_many_more():
+    assert why_cell(()) == ""
+    assert why_cell((MERGE,)) == "merge rival"
+    assert why_cell((CONFLICT, PROPOSAL_REASON)) == "conflict +1"
 
 
 def test_a_banner_counts_quarantined_lines_from_the_store(alice_store: MemoryStore):

@@ -1,7 +1,8 @@
 """What a command loads before it does its work (issue 35): each module a command does not need
 is loaded on first use, so `dsh-memory --version` starts like python itself and a command
 that reads records like python importing pydantic (tests/benchmarks/bench_startup.py times
-them). Each case is a real process: the modules it holds when its command is done.
+them): it loads pydantic's Rust core, never pydantic. Each case is a real process: the modules
+it holds when its command is done.
 """
 
 from __future__ import annotations
@@ -29,16 +30,28 @@ ON_FIRST_USE = (
     "dsh_memory_tui.demo",
     "dsh_memory_tui.autowriter",
 )
-# Nor by a command that reads no record: the record model (pydantic), the store, and the
-# modules whose settings every other command checks first (`settings.check_environment`: the
-# audit log's and the agent budget's; their readers and writers are not run).
-RECORDS = (
+# Nor by a command that reads or writes records: pydantic itself (the record's models are
+# pydantic-core's), the audit log and the agent's view (whose settings every command checks
+# first: `settings.check_environment` reads them itself), the team's history and set-up.
+RECORD_COMMANDS = (
     "pydantic",
+    "dsh_memory_tui.audit",
+    "dsh_memory_tui.agent_view",
+    "dsh_memory_tui.team.chain",
+    "dsh_memory_tui.team.history",
+    "dsh_memory_tui.team.setup",
+    "dsh_memory_tui.team.clones",
+)
+# Nor by a command that reads no record: the record model (pydantic-core), the store, and
+# what only they use (dataclasses: its introspection is a third of a bare python's start;
+# shutil, whose compression modules argparse's terminal width would load).
+RECORDS = (
     "pydantic_core",
     "dsh_memory_tui.model",
     "dsh_memory_tui.store",
-    "dsh_memory_tui.audit",
-    "dsh_memory_tui.agent_view",
+    "dataclasses",
+    "shutil",
+    "secrets",
 )
 
 _CHILD = """
@@ -74,7 +87,7 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 @pytest.mark.parametrize("flag", ["--version", "--help"])
 def test_version_and_help_load_no_record_model_and_nothing_heavy(tmp_path: Path, flag: str):
-    assert _loaded(_modules_after(tmp_path, flag), ON_FIRST_USE + RECORDS) == []
+    assert _loaded(_modules_after(tmp_path, flag), ON_FIRST_USE + RECORD_COMMANDS + RECORDS) == []
 
 
 def test_propose_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path):
@@ -95,7 +108,14 @@ def test_propose_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path):
         "session:s1",
     )
     assert "dsh_memory_tui.store" in modules  # it did write
-    assert _loaded(modules, (*ON_FIRST_USE, "dsh_memory_tui.team")) == []
+    assert _loaded(modules, (*ON_FIRST_USE, *RECORD_COMMANDS, "dsh_memory_tui.team")) == []
+
+
+def test_list_json_loads_the_store_and_nothing_it_does_not_use(tmp_path: Path):
+    store = ["--home", str(tmp_path / "home"), "--workspace", str(tmp_path), "--user", "alice"]
+    modules = _modules_after(tmp_path, *store, "list", "--scope", "project", "--json")
+    assert "dsh_memory_tui.store" in modules and "pydantic_core" in modules
+    assert _loaded(modules, (*ON_FIRST_USE, *RECORD_COMMANDS, "dsh_memory_tui.team")) == []
 
 
 def test_the_merge_driver_loads_the_merge_and_nothing_else_heavy(tmp_path: Path):
@@ -103,9 +123,8 @@ def test_the_merge_driver_loads_the_merge_and_nothing_else_heavy(tmp_path: Path)
         (tmp_path / name).write_bytes(b"")
     store = ["--home", str(tmp_path / "home"), "--workspace", str(tmp_path)]
     modules = _modules_after(tmp_path, *store, "merge-file", "base", "ours", "theirs")
-    assert "dsh_memory_tui.team" in modules
-    # The team package loads its git runner with it (history, clones, set-up): not yet lazy.
-    assert _loaded(modules, tuple(m for m in ON_FIRST_USE if m != "dsh_memory_tui.git")) == []
+    assert "dsh_memory_tui.team.merge" in modules
+    assert _loaded(modules, (*ON_FIRST_USE, *RECORD_COMMANDS, "subprocess")) == []
 
 
 def test_the_apps_first_frame_needs_no_agent_side_bundle_or_secret_detector():

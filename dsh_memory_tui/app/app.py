@@ -386,19 +386,22 @@ class MemoryApp(App[None]):
         shown = {r.id for r in records}
         gone = [rid for rid in self.evidence.seen_ids() if rid not in shown]
 
+        paths = self.store.paths
+
         def in_thread() -> None:
             changed = self.evidence.update(records, gone)
+            judged = self.evidence.judge(paths)  # secrets, broken histories: the Review tab's
             with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-                self.call_from_thread(self._evidence_arrived, changed)
+                self.call_from_thread(self._evidence_arrived, changed, judged)
 
         self.run_worker(in_thread, thread=True, group="evidence", name="evidence")
 
-    def _evidence_arrived(self, changed: bool) -> None:
+    def _evidence_arrived(self, changed: bool, judged: set[str]) -> None:
         self._evidence_running = False
         if not self.is_running:  # it arrived while the app was closing: its panes are gone
             return
-        if changed:
-            self.main.evidence_changed()
+        if changed or judged:
+            self.main.evidence_changed(judged)
         if self._evidence_due:
             self.gather_evidence()
 

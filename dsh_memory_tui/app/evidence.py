@@ -1,5 +1,7 @@
 """The review evidence the app shows (Textual-free): each record's risk flags and near-duplicates
-(``lint``), computed in a worker thread after a load or a sync, read by the UI thread.
+(``lint``), computed in a worker thread after a load or a sync, read by the UI thread; and,
+judged in the same worker, which records carry a secret and which shared records' history does
+not hold (``team.broken_chains``): reasons to wait on a human (the Review tab).
 
 The first frame never waits for it: until a record's flags are known the app shows none and
 filters on them by computing them (cached) for the records the filter looks at. A sync that
@@ -9,12 +11,15 @@ appends a record costs its flags and one index update, well under a millisecond.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .. import lint
+from ..errors import StoreError
 from ..model import Record
+from ..paths import StorePaths
 from ..present import visible
+from ..team import broken_chains
 
 
 class Evidence:
@@ -27,6 +32,11 @@ class Evidence:
         self._seen: dict[str, Record] = {}
         self._index = lint.NearDuplicates()
         self.generation = 0  # bumped when a computation changed something
+        self._secrets: set[str] = set()  # the ids whose flags hold a secret
+        # As of the worker's last ``judge``: the ids it had found a secret in, and the shared
+        # records whose history breaks (id -> why).
+        self._judged: frozenset[str] = frozenset()
+        self.broken: Mapping[str, str] = {}
 
     def update(self, records: Iterable[Record], gone: Iterable[str] = ()) -> bool:
         """Flag and index ``records`` (the current version of each; in a worker thread) and
@@ -36,6 +46,7 @@ class Evidence:
             with self._lock:
                 if self._seen.pop(rid, None) is not None:
                     self._flags.pop(rid, None)
+                    self._secrets.discard(rid)
                     self._index.remove(rid)
                     changed = True
         for record in records:
@@ -46,6 +57,10 @@ class Evidence:
             with self._lock:
                 self._seen[record.id] = record
                 self._flags[record.id] = found
+                if any(f.kind == "secret" for f in found):
+                    self._secrets.add(record.id)
+                else:
+                    self._secrets.discard(record.id)
                 if lint.visible_to_reviewer(record):
                     self._index.update(record)
                 else:
@@ -54,6 +69,24 @@ class Evidence:
         if changed:
             self.generation += 1
         return changed
+
+    def judge(self, paths: StorePaths) -> set[str]:
+        """After ``update``, in the worker: which records carry a secret, and which shared
+        records' history breaks now (git, when the shared file is in a repository: cached
+        while HEAD and the file are unchanged). Returns the ids whose verdict changed."""
+        with self._lock:
+            secrets = frozenset(self._secrets)
+        try:
+            broken = broken_chains(paths)
+        except StoreError:  # git or the file could not be read: keep the last verdict
+            broken = dict(self.broken)
+        changed = set(secrets ^ self._judged) | (broken.keys() ^ self.broken.keys())
+        self._judged, self.broken = secrets, broken
+        return changed
+
+    def has_secret(self, record: Record) -> bool:
+        """The worker found a secret in this version of ``record``."""
+        return any(f.kind == "secret" for f in self.found(record))
 
     def seen_ids(self) -> list[str]:
         return list(self._seen)

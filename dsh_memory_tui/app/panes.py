@@ -21,6 +21,7 @@ from .actions import FIELD_VALUES, FILTER_FIELDS, FILTER_FLAGS, filter_hint
 from .citations import REREVIEW_FLAG
 from .evidence import Evidence
 from .labels import session_label
+from .review import ReviewRule, why_cell
 from .widgets.detail import DetailPane
 from .widgets.ordered_keys import OrderedInput
 from .widgets.record_table import Column, RecordTable, Row
@@ -37,16 +38,19 @@ COLUMNS = [
     Column("updated", "Updated", 11, hide_below=110),
 ]
 
-# The review queue is active and unverified by definition: its rows say instead whose the
-# proposal is (a shared-project one is the whole team's once verified) and where it came from.
+# The review queue's rows say why each record waits (the first reason, and how many more:
+# the detail pane lists them) and whose it is (a shared-project one is the whole team's once
+# verified). At 80 columns the title keeps its room: origin (mostly said by the reason) and
+# time go.
 REVIEW_COLUMNS = [
     Column("type", "Type", 10),
     Column("title", "Title", None),
     Column("marks", "", 3),
+    Column("why", "Why", 12),
     Column("scope", "Scope", 7),
-    Column("origin", "Origin", 8),
+    Column("origin", "Origin", 8, hide_below=100),
     Column("revision", "Rev", 3),
-    Column("updated", "Updated", 11, hide_below=100),
+    Column("updated", "Updated", 11, hide_below=110),
 ]
 SCOPE_CELL = {
     Scope.SESSION: "session",
@@ -261,10 +265,11 @@ def record_row(
     root_id: str = "",
     risky: bool = False,
     source_changed: bool = False,
+    why: str = "",
 ) -> Row:
-    """The row of ``r`` under ``COLUMNS``, or with ``review`` under ``REVIEW_COLUMNS``;
-    ``root_id`` (this workspace's) marks a shared record another clone wrote;
-    ``source_changed``: a verified record whose cited code changed."""
+    """The row of ``r`` under ``COLUMNS``, or with ``review`` under ``REVIEW_COLUMNS`` (``why``:
+    its Why cell, ``review.why_cell``); ``root_id`` (this workspace's) marks a shared record
+    another clone wrote; ``source_changed``: a verified record whose cited code changed."""
     g = r.governance
     marked = markers(
         r, now_ms() if now is None else now, conflict, source_changed, root_id=root_id, risky=risky
@@ -272,7 +277,7 @@ def record_row(
     head = (r.type.value, r.title.replace("\n", " ") or "(forgotten)", _shared(marked))
     tail = (SHORT_ORIGIN[g.origin], _shared(str(g.revision)), _minute(r.updatedAt // 60_000))
     if review:
-        return Row(r.id, (*head, SCOPE_CELL[r.scope], *tail))
+        return Row(r.id, (*head, _shared(why), SCOPE_CELL[r.scope], *tail))
     return Row(
         r.id,
         (*head, r.status.value, g.verification.value, *tail),
@@ -337,10 +342,14 @@ class RecordPane(Vertical):
         clock: Callable[[], int] = now_ms,
         evidence: Evidence | None = None,
         rereview: Callable[[str], bool] = lambda rid: False,
+        queue: ReviewRule | None = None,
     ) -> None:
         super().__init__(id=f"pane-{spec.id}", classes="record-pane")
         self.spec = spec
         self.belongs = belongs
+        # The Review tab's rule (its ``belongs``): each record's reasons for the Why column
+        # and the line of counts.
+        self.queue = queue
         self.root_id = root_id  # the workspace's rootId: shown as "this workspace"
         # The open conflict group of a record id (the app's ConflictIndex), or None.
         self.conflict_of = conflict_of
@@ -350,9 +359,12 @@ class RecordPane(Vertical):
         # Whether a record's cited code changed (the app's CitationStates), checked in a worker.
         self.rereview = rereview
         self.records: dict[str, Record] = {}
-        # id -> (record, (in an open conflict, risky, cited code changed), its row): a row is
-        # built once per record state.
-        self._rows: dict[str, tuple[Record, tuple[bool, bool, bool], Row]] = {}
+        # The newest updatedAt of this tab's records (a record joining newer goes on top, any
+        # other renders the rows again; a removal leaves it, which errs that way).
+        self._newest = 0
+        # id -> (record, (in an open conflict, risky, cited code changed, its reasons), its
+        # row): a row is built once per record state.
+        self._rows: dict[str, tuple[Record, tuple[object, ...], Row]] = {}
         self.filter = RecordFilter()
         # Typing in the filter of a 20,000-record tab: per key, only what the last key showed
         # is tested when the filter narrowed, in an order sorted once, against each record's
@@ -369,6 +381,7 @@ class RecordPane(Vertical):
         self.in_view = spec.id == "review"
         self.stale = False
         self._banner_text = ""
+        self._counts_text = ""
         self.sort = NEWEST  # this tab's order (``s`` cycles SORTS)
 
     @property
@@ -382,6 +395,8 @@ class RecordPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="banner hidden", id=f"banner-{self.spec.id}")
+        if self.queue is not None:  # one line, always there: its text changes, not its height
+            yield Static("", classes="queue-counts", id=f"counts-{self.spec.id}", markup=False)
         yield FilterBox(placeholder=filter_hint(), classes="filter", id=f"filter-{self.spec.id}")
         yield Static("", classes="filter-problems hidden", id=f"filter-problems-{self.spec.id}")
         with Container(classes="split"):
@@ -434,11 +449,23 @@ class RecordPane(Vertical):
         banner.update(text)
         banner.set_class(not text, "hidden")
 
+    def set_counts(self) -> None:
+        """The Review tab's line of counts per reason (``ReviewRule.counts_line``)."""
+        if self.queue is None:
+            return
+        text = self.queue.counts_line()
+        if text != self._counts_text:
+            self._counts_text = text
+            self.query_one(".queue-counts", Static).update(text, layout=False)
+
     # ------------------------------------------------------------------ content
 
     def rebuild(self, records: Iterable[Record], groups: dict[str, str] | None = None) -> None:
         """Replace the candidate set (after a reset, a toggle or on first load)."""
+        if self.queue is not None:
+            self.queue.reset()  # asked again of every record below
         self.records = {r.id: r for r in records if self.belongs(r)}
+        self._newest = max((r.updatedAt for r in self.records.values()), default=0)
         self._rows = {k: v for k, v in self._rows.items() if k in self.records}
         self._texts = {k: v for k, v in self._texts.items() if k in self.records}
         self._order = self._shown = self._all_rows = None
@@ -498,7 +525,9 @@ class RecordPane(Vertical):
         of a 20,000-record tab re-lists every row on each key, and building them all again
         was most of that (~45 of ~55 ms)."""
         conflict = self.conflict_of(record.id) is not None
-        marks = _shared((conflict, self.evidence.flagged(record), self.rereview(record.id)))
+        why = self.queue.of(record) if self.queue is not None else ()
+        flagged, rereview = self.evidence.flagged(record), self.rereview(record.id)
+        marks = _shared((conflict, flagged, rereview, why))
         cached = self._rows.get(record.id)
         if cached is not None and cached[0] is record and cached[1] == marks:
             return cached[2]
@@ -508,8 +537,9 @@ class RecordPane(Vertical):
             self.clock(),
             review=self.review,
             root_id=self.root_id,
-            risky=marks[1],
-            source_changed=marks[2],
+            risky=flagged,
+            source_changed=rereview,
+            why=why_cell(why),
         )
         self._rows[record.id] = (record, marks, row)
         return row
@@ -547,13 +577,17 @@ class RecordPane(Vertical):
                         self.table.remove_row(r.id)
                 continue
             self.records[r.id] = r
+            newest, self._newest = self._newest, max(self._newest, r.updatedAt)
             if not known:
                 added.append(r.id)
             if regroup:
                 continue
             if self.filter and not self._matches(r):
                 self.table.remove_row(r.id)
-            elif self.grouped:
+            elif self.grouped or (not known and r.updatedAt <= newest):
+                # A record no newer than the top one: it joined for a fact of its own (its
+                # cited code changed, its expiry passed) or ties in time, and a render places
+                # it as a load's order would, whenever it lands (the pictures stay the same).
                 regroup = True
             else:
                 self.table.upsert(self._row(r), 0 if not known else None)

@@ -1,7 +1,8 @@
 """What the reviewer's app knows, without Textual: which file holds each shown record and
-what changed since it last looked (``Index``), each tab's membership rule, the Session tab's
-groups, the banners' text, the status line's words, and the new proposals counted into
-notifications (``Announcements``). The writes in flight are ``write_queue``'s.
+what changed since it last looked (``Index``), each tab's membership rule (the Review tab's:
+``ReviewRule``, the queue's reasons over what the app knows), the Session tab's groups, the
+banners' text, the status line's words, and the new proposals counted into notifications
+(``Announcements``). The writes in flight are ``write_queue``'s.
 
 The app and its main screen wire this to their widgets; nothing here draws or imports textual
 (tests/test_import_hygiene.py holds that line).
@@ -15,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..governance import ConflictIndex
-from ..model import Record, Scope, Status
+from ..model import Origin, Record, Scope, Status
 from ..paths import StorePaths
-from ..present import visible
+from ..present import expired_at, visible
+from ..queue import DIGEST, REASONS, Facts, Reason, reasons, shown
 from ..store import FileView, other_roots
+from .evidence import Evidence
 
 # What a sync compares per file: epoch, lines applied, corrupt, read-only, foreign, newer-schema.
 Mark = tuple[int, int, int, bool, int, int]
@@ -127,18 +130,120 @@ def session_groups(views: Iterable[FileView]) -> dict[str, str]:
     return groups
 
 
-def tab_rule(
-    scope: Scope | None,
-    show_inactive: Callable[[], bool],
-    review_derived: Callable[[], bool],
-    rereview: Callable[[str], bool] = lambda rid: False,
-) -> Callable[[Record], bool]:
-    """A tab's membership: the review queue (``scope`` None: proposals, and verified records
-    whose cited code changed, ``rereview``) or one scope's records, active ones only unless
-    archived and forgotten are shown. The flags are read at each call."""
-    if scope is None:
-        return lambda r: r.in_review_queue(review_derived()) or rereview(r.id)
+def tab_rule(scope: Scope, show_inactive: Callable[[], bool]) -> Callable[[Record], bool]:
+    """A scope tab's membership: the scope's records, active ones only unless archived and
+    forgotten are shown (the flag is read at each call). The Review tab's is ``ReviewRule``."""
     return lambda r: r.scope is scope and (show_inactive() or r.status is Status.ACTIVE)
+
+
+def review_facts(
+    index: Index,
+    root_id: str,
+    clock: Callable[[], int],
+    code_changed: Callable[[str], bool],
+    evidence: Evidence,
+) -> Facts:
+    """The queue's facts as the app knows them: its index (each id's file, the open conflict
+    groups; read at each call, as a load replaces them), the citations its worker last
+    checked (``code_changed`` by id) and what the evidence worker last found (secrets, broken
+    histories)."""
+    return Facts(
+        clock=clock,
+        root_id=root_id,
+        group_of=lambda rid: index.conflicts.group(rid),
+        members=lambda rid: index.conflicts.members(rid),
+        view_of=lambda rid: index.files.get(rid),
+        code_changed=lambda r: code_changed(r.id),
+        secret=evidence.has_secret,
+        chain_broken=lambda r: r.id in evidence.broken,
+    )
+
+
+class ReviewRule:
+    """The Review tab's membership: a record waits on a human (``queue.reasons`` over the
+    app's ``facts``; a session digest only while ``review_derived()``: the D key). Each
+    record's reasons are kept while it is shown, for its row's Why cell, and counted per
+    reason for the tab's line of counts; ``hidden``: digests waiting behind D.
+
+    The tab asks it of every record on a rebuild (after ``reset``) and of each record that
+    changed, or whose facts did (citations, evidence, a conflict group): so the counts
+    follow."""
+
+    def __init__(self, facts: Facts, review_derived: Callable[[], bool]) -> None:
+        self.facts = facts
+        self.review_derived = review_derived
+        self._kept: dict[str, tuple[Record, tuple[Reason, ...]]] = {}
+        self._tally: dict[Reason, int] = dict.fromkeys(REASONS, 0)
+        self._digests: set[str] = set()
+
+    def __call__(self, record: Record) -> bool:
+        why = reasons(record, self.facts)
+        listed = shown(why, self.review_derived())
+        old = self._kept.pop(record.id, None)
+        if old is not None:
+            for reason in old[1]:
+                self._tally[reason] -= 1
+        if listed:
+            self._kept[record.id] = (record, why)
+            for reason in why:
+                self._tally[reason] += 1
+        if DIGEST in why and not listed:
+            self._digests.add(record.id)
+        else:
+            self._digests.discard(record.id)
+        return listed
+
+    def reset(self) -> None:
+        """Forget every record (the tab asks again of each)."""
+        self._kept.clear()
+        self._tally = dict.fromkeys(REASONS, 0)
+        self._digests.clear()
+
+    def of(self, record: Record) -> tuple[Reason, ...]:
+        """``record``'s reasons, as last asked (computed when it was not)."""
+        kept = self._kept.get(record.id)
+        return kept[1] if kept is not None and kept[0] is record else reasons(record, self.facts)
+
+    @property
+    def hidden(self) -> int:
+        """Session digests waiting behind D."""
+        return len(self._digests)
+
+    def counts(self) -> dict[Reason, int]:
+        """How many listed records have each reason, in ``queue.REASONS`` order."""
+        return {reason: n for reason, n in self._tally.items() if n}
+
+    def counts_line(self) -> str:
+        """The tab's line of counts: "17 waiting: 2 conflict · 1 stale · 7 proposal", and
+        the digests D would add."""
+        n = len(self._kept)
+        line = f"{n} waiting on a human" if n else "Nothing waits on a human"
+        tally = self.counts()
+        if tally:
+            line += ": " + " · ".join(f"{k} {reason.label}" for reason, k in tally.items())
+        if self._digests:
+            line += f"  (D: +{len(self._digests)} session digests)"
+        return line
+
+
+def why_cell(found: tuple[Reason, ...]) -> str:
+    """The Why column: the first reason's label, and how many more (the detail pane lists
+    them all): "merge rival", "conflict +1"."""
+    if not found:
+        return ""
+    more = f" +{len(found) - 1}" if len(found) > 1 else ""
+    return found[0].label + more
+
+
+def expired_since(records: Iterable[Record], since: int, now: int) -> list[str]:
+    """The ids of ``records`` whose expiry passed after ``since`` and by ``now``: no file
+    changed, yet each is now shown stale and waits on a human (the app looks every
+    ``EXPIRY_CHECK_S``)."""
+    return [
+        r.id
+        for r in records
+        if (at := r.governance.expiresAt) is not None and since < at <= now and expired_at(r, now)
+    ]
 
 
 _TAB_OF = {Scope.PROJECT: "Project", Scope.SHARED: "Shared"}
@@ -253,16 +358,21 @@ PROPOSAL_TITLES = ("New proposal", "Review queue")  # one new proposal, several
 
 @dataclass(slots=True)
 class Announcements:
-    """New proposals (revision 1 arriving in the review queue) counted between two
-    notifications: the app tells at most one per notification's lifetime, and says how many
-    arrived, from which sessions, and which is the newest (``o`` opens it)."""
+    """New proposals (revision 1 arriving in the review queue, written by an agent, an import
+    or the auto-writer: a draft a person wrote waits there too, unannounced) counted between
+    two notifications: the app tells at most one per notification's lifetime, and says how
+    many arrived, from which sessions, and which is the newest (``o`` opens it)."""
 
     count: int = 0
     sessions: list[str] = field(default_factory=list)
     newest: str | None = None  # the id the last notification names
 
     def add(self, queued: Iterable[Record]) -> None:
-        new = [r for r in queued if r.governance.revision == 1]
+        new = [
+            r
+            for r in queued
+            if r.governance.revision == 1 and r.governance.origin is not Origin.USER_AUTHORED
+        ]
         self.count += len(new)
         if new:
             # The last of the newest: two proposals can share a millisecond.

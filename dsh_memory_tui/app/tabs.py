@@ -19,16 +19,24 @@ from textual.timer import Timer
 from textual.widgets import Input, Static, Tab, TabbedContent, TabPane
 
 from .. import lint
-from ..audit import DEFAULT_MAX_BYTES, AuditIndex, AuditLog, AuditNews, served_line
+from ..audit import AuditIndex, AuditLog, AuditNews, served_line
 from ..errors import StoreError
 from ..governance import conflict_rivals
 from ..model import Record, Scope, Status
+from ..settings import DEFAULT_MAX_BYTES
 from .citations import CitationStates
 from .evidence import RecordEvidence
 from .host import RecordsChanged
 from .labels import root_label, split_session_key
 from .panes import GROUP_PREFIX, TABS, RecordPane
-from .review import banner, group_key, tab_rule
+from .review import (
+    ReviewRule,
+    banner,
+    expired_since,
+    group_key,
+    review_facts,
+    tab_rule,
+)
 from .widgets.record_table import RecordTable
 
 if TYPE_CHECKING:
@@ -58,18 +66,25 @@ class RecordTabs(TabbedContent):
         self._selection_changed = selection_changed
         flags = host.flags
         rereview = citations.needs_review
+        root_id = host.store.paths.root_id
+        facts = review_facts(host.shown, root_id, host.store.clock, rereview, host.evidence)
+        self.queue = ReviewRule(facts, lambda: flags.review_derived)
         panes = {}
         for spec in TABS:
+            rule = (
+                self.queue
+                if spec.scope is None
+                else tab_rule(spec.scope, lambda: flags.show_inactive)
+            )
             pane = RecordPane(
                 spec,
-                tab_rule(
-                    spec.scope, lambda: flags.show_inactive, lambda: flags.review_derived, rereview
-                ),
-                host.store.paths.root_id,
+                rule,
+                root_id,
                 lambda rid: host.shown.conflicts.group(rid),
                 host.store.clock,
                 host.evidence,
                 rereview,
+                self.queue if spec.scope is None else None,
             )
             pane.in_view = spec.id == host.initial_tab
             panes[spec.id] = pane
@@ -78,6 +93,7 @@ class RecordTabs(TabbedContent):
         for spec in TABS:  # as ``with TabbedContent(): yield TabPane(...)`` adds them
             self.compose_add_child(TabPane(spec.title, panes[spec.id], id=spec.id))
         self._review_label = ""
+        self._expiry_looked = host.store.clock()  # expiries before it are in the load
         self._detail_timer: Timer | None = None
         self._last_move = 0.0
         # Each record's servings for the detail pane (the app only reads the log), read in a
@@ -166,11 +182,26 @@ class RecordTabs(TabbedContent):
             pane.apply(records)
         self.after_change()
 
-    def evidence_changed(self) -> None:
-        """The evidence worker found flags or near-duplicates: rows and the detail again."""
+    def expiries_passed(self) -> None:
+        """Records whose expiry passed since the last look (no file changed): shown stale,
+        waiting in the Review tab."""
+        now = self.host.store.clock()
+        since, self._expiry_looked = self._expiry_looked, now
+        passed = expired_since(self.known_records(), since, now)
+        if passed:
+            with self.app.batch_update():
+                self.apply(set(passed))
+
+    def evidence_changed(self, judged: set[str]) -> None:
+        """The evidence worker found flags or near-duplicates: rows and the detail again;
+        ``judged``: the records whose secret or broken history it found or lost (whether
+        they wait in the Review tab)."""
         for pane in self.panes():
             pane.evidence_changed()
-        self.show_detail(self.current_pane)
+        if judged:
+            self.apply(judged)
+        else:
+            self.show_detail(self.current_pane)
 
     def after_change(self) -> None:
         """The Review tab's count, the banners and the detail pane."""
@@ -179,6 +210,7 @@ class RecordTabs(TabbedContent):
         if label != self._review_label:
             self._review_label = label
             _relabel(self.get_tab("review"), label)
+        review.set_counts()
         store = self.host.store
         views = store.views(refresh=False)  # one directory listing for every banner
         quarantined = store.quarantine_counts()  # streamed and cached by the store
@@ -256,6 +288,7 @@ class RecordTabs(TabbedContent):
             evidence=self.record_evidence(record),
             served=self.served_line(record, now),
             citations=self.citations.of(record.id),
+            waits=[reason.words for reason in self.queue.of(record)],
         )
         self.read_audit()
 

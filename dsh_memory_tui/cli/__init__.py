@@ -5,8 +5,8 @@ Commands that write print the id they wrote alone on the last line of stdout.
 
 Each command is declared beside its function (``command.command``) in the module of its group:
 ``records`` (list, show, create, propose, edit, copy), ``review`` (the host's transitions, keep,
-merge, lint, sources), ``files`` (adopt, export, import, compact, check, the merge driver, demo)
-and ``agents`` (auto-write, payload, audit, mcp). A new command goes in one of them.
+merge, lint, sources, queue), ``files`` (adopt, export, import, compact, check, the merge
+driver, demo) and ``agents`` (auto-write, payload, audit, mcp). A new command goes in one of them.
 """
 
 from __future__ import annotations

@@ -61,8 +61,8 @@ def cmd_auto_write(store: MemoryStore, args: argparse.Namespace) -> int:
     ),
 )
 def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
-    from ..agent_view import Audience, agent_view, budget_bytes
-    from ..mcp import session_id_for
+    from ..agent_view import Audience, agent_view
+    from ..settings import budget_bytes, session_id_for
 
     session = session_id_for(args.session)
     budget = budget_bytes(args.budget_bytes)
@@ -78,6 +78,7 @@ def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
                 "included": [r.id for r in got.records],
                 "cut": [r.id for r in got.cut],
                 "beyondLimit": got.more,
+                "withheld": got.withheld,
                 "text": got.text,
             }
         )
@@ -90,9 +91,10 @@ def cmd_payload(store: MemoryStore, args: argparse.Namespace) -> int:
         sys.stdout.buffer.flush()
     cut = f", {len(got.cut)} cut by the budget" if got.cut else ""
     more = f", {got.more} beyond the limit" if got.more else ""
+    held = f", {got.withheld} withheld until re-review (dsh-memory queue)" if got.withheld else ""
     print(
         f"{len(got.records)} record(s), {got.size:,} of {budget:,} bytes (~{got.tokens:,} "
-        f"tokens){cut}{more}; session {visible(session)}",
+        f"tokens){cut}{more}{held}; session {visible(session)}",
         file=sys.stderr,
     )
     return 0

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..host_rules import Scope
 from ..usage import UsageError, UsageParser
@@ -32,8 +31,9 @@ SCOPE_NAMES = [s.value for s in Scope]
 SCOPE_ALIASES = {"shared": Scope.SHARED.value}
 
 
-@dataclass(frozen=True)
-class Arg:
+# NamedTuples, not dataclasses: `dsh-memory --help` declares every command, and the dataclasses
+# module loads inspect (a third of a bare python's start).
+class Arg(NamedTuple):
     """One ``add_argument`` call, kept until the command's parser is first used."""
 
     flags: tuple[str, ...]
@@ -58,8 +58,7 @@ def record_id(*flags: str, **options: Any) -> Arg:
     return Arg(flags, MappingProxyType(options), names_record=True)
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """A subcommand: its name, its one-line help, its function and its arguments."""
 
     name: str
@@ -71,11 +70,11 @@ class Command:
     more_ids: Callable[[MemoryStore], Iterable[str]] | None = None
     # Checks of the arguments alone, made before the store is opened (a usage error).
     check: Callable[[argparse.Namespace], None] | None = None
-    record_dests: tuple[str, ...] = field(init=False)
 
-    def __post_init__(self) -> None:
-        dests = tuple(a.dest for a in self.args if a.names_record)
-        object.__setattr__(self, "record_dests", dests)
+    @property
+    def record_dests(self) -> tuple[str, ...]:
+        """The arguments that name a record."""
+        return tuple(a.dest for a in self.args if a.names_record)
 
     def resolve_ids(self, store: MemoryStore, args: argparse.Namespace) -> None:
         """Each record argument given, as the whole id it stands for (see :func:`record_id`)."""
@@ -104,7 +103,7 @@ def command(
     :class:`Arg` or a tuple of them, such as :data:`SESSION`)."""
     flat: list[Arg] = []
     for a in args:
-        flat += a if isinstance(a, tuple) else [a]
+        flat += [a] if isinstance(a, Arg) else a  # an Arg is a tuple too
 
     def declare(run: Run) -> Run:
         if name in COMMANDS:
@@ -135,7 +134,16 @@ def source_ref_type(value: str) -> SourceRef:
     kind, sep, ident = value.partition(":")
     if not sep or not kind or not ident:
         raise argparse.ArgumentTypeError(f"{value!r} is not KIND:ID (for example session:abc)")
-    return SourceRef.model_validate({"kind": kind, "id": ident})
+    from ..host_rules import SOURCE_REF_KINDS
+
+    if kind not in SOURCE_REF_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: unknown kind {kind!r} (choose from {', '.join(sorted(SOURCE_REF_KINDS))})"
+        )
+    try:
+        return SourceRef.model_validate({"kind": kind, "id": ident})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a source reference ({exc})") from None
 
 
 def session_of(args: argparse.Namespace) -> Session | None:
@@ -162,7 +170,7 @@ YES_SHARED = arg(
 
 
 def _budget_help() -> str:
-    from ..agent_view import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
+    from ..settings import BUDGET_ENV, DEFAULT_BUDGET_BYTES, MIN_BUDGET_BYTES
 
     return (
         f"the bytes one answer may take (default: ${BUDGET_ENV}, else {DEFAULT_BUDGET_BYTES}; "
@@ -207,26 +215,38 @@ def add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
 
 
 class CommandParser(UsageParser):
-    """A command's parser whose arguments are added when it is first used. argparse checks
-    each argument as it is added with a new help formatter (which asks for the terminal's
-    size): that was most of building the parser, and a run uses one command of many.
+    """A command's parser, made (``ArgumentParser.__init__``) and filled with its arguments
+    when it is first used. argparse checks each argument as it is added with a new help
+    formatter (which asks for the terminal's size), and looks up its messages' translations
+    for each parser it makes: that was most of building ``dsh-memory``'s parser, and a run
+    uses one command of many (``--help`` lists them from their names and help lines).
     """
 
     def __init__(self, *args: Any, command: Command, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        # Nothing of ArgumentParser's is set up yet: ``_fill`` does it on first use.
         self.command = command
+        self._made = (args, kwargs)
         self._filled = False
 
     def _fill(self) -> None:
         if self._filled:
             return
         self._filled = True
+        args, kwargs = self._made
+        super().__init__(*args, **kwargs)
         add_globals(self, suppress=True)
         for a in self.command.args:
             options = dict(a.options)
             if callable(options.get("help")):  # made only now: it may load a module
                 options["help"] = options["help"]()
             self.add_argument(*a.flags, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        # Any other use of ArgumentParser's attributes before the first use makes it first.
+        if name in ("command", "_made", "_filled"):
+            raise AttributeError(name)
+        self._fill()
+        return object.__getattribute__(self, name)
 
     def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
         self._fill()

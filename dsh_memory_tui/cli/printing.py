@@ -72,14 +72,14 @@ def _terminal_width(out: TextIO) -> int | None:
         return None
 
 
-def _fit(rows: list[list[str]], headers: list[str], width: int) -> None:
-    """Make the table at most ``width`` columns: drop columns of ``LIST_DROPPABLE``, then cut
-    the titles (the last column) with an ellipsis."""
+def _fit(rows: list[list[str]], headers: list[str], width: int, droppable: Sequence[str]) -> None:
+    """Make the table at most ``width`` columns: drop columns of ``droppable``, then cut the
+    titles (the last column) with an ellipsis."""
 
     def total() -> int:
         return sum(_widths(rows, headers)) + 2 * (len(headers) - 1)
 
-    for name in LIST_DROPPABLE:
+    for name in droppable:
         if total() - _widths(rows, headers)[-1] + MIN_TITLE <= width:
             break
         at = headers.index(name)
@@ -92,19 +92,37 @@ def _fit(rows: list[list[str]], headers: list[str], width: int) -> None:
             row[-1] = row[-1][: room - 1] + "…"
 
 
+def fitted_table(
+    rows_of: Callable[[Callable[[str], str]], list[list[str]]],
+    headers: Sequence[str],
+    out: TextIO,
+    known_ids: Callable[[], Iterable[str]],
+    droppable: Sequence[str],
+) -> None:
+    """A table of records (the title last) that fits a terminal: ``rows_of(name)`` makes the
+    rows with each id as ``name`` gives it; when they are too wide, short ids (each a unique
+    prefix among ``known_ids()``, which every command takes), then fewer columns (those of
+    ``droppable``, in order), then cut titles. A pipe gets every column, whole."""
+    rows, shown = rows_of(lambda rid: rid), list(headers)
+    width = _terminal_width(out)
+    if width is not None and sum(_widths(rows, shown)) + 2 * (len(shown) - 1) > width:
+        short = short_ids(known_ids())
+        rows = rows_of(lambda rid: short.get(rid, rid))
+        _fit(rows, shown, width, droppable)
+    table(rows, shown, out)
+
+
 def print_records(
     records: Sequence[Record],
     out: TextIO,
     known_ids: Callable[[], Iterable[str]],
     by: Callable[[Record], str] | None = None,
 ) -> None:
-    """The records as a table. On a terminal it fits the width: short ids (each a unique
-    prefix among ``known_ids()``, which every command takes), then fewer columns, then cut
-    titles. ``by``: whose clone wrote each record (a BY column first)."""
+    """The records as a table that fits a terminal (``fitted_table``). ``by``: whose clone
+    wrote each record (a BY column first)."""
     if not records:
         print("(no records)", file=out)
         return
-    width = _terminal_width(out)
 
     def row(r: Record, rid: str) -> list[str]:
         return [
@@ -120,13 +138,14 @@ def print_records(
             visible(r.title[:60]),
         ]
 
-    rows = [row(r, r.id) for r in records]
     headers = ["BY", *LIST_HEADERS] if by is not None else list(LIST_HEADERS)
-    if width is not None and sum(_widths(rows, headers)) + 2 * (len(headers) - 1) > width:
-        short = short_ids(known_ids())
-        rows = [row(r, short.get(r.id, r.id)) for r in records]
-        _fit(rows, headers, width)
-    table(rows, headers, out)
+    fitted_table(
+        lambda name: [row(r, name(r.id)) for r in records],
+        headers,
+        out,
+        known_ids,
+        LIST_DROPPABLE,
+    )
 
 
 def clone_names(store: MemoryStore, records: Sequence[Record]) -> Callable[[Record], str] | None:

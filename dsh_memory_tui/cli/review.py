@@ -1,5 +1,5 @@
-"""The reviewer's commands: the host's transitions (verify ... forget), keep and merge, and the
-evidence a review rests on (lint, sources)."""
+"""The reviewer's commands: the host's transitions (verify ... forget), keep and merge, the
+evidence a review rests on (lint, sources), and what waits on a human (queue)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from ..host_rules import Status, Verification
 from ..present import visible
 from .command import YES_SHARED, arg, cite, command, record_id, scope_type
-from .printing import dump, dump_plain, symbol_hints, written
+from .printing import dump, dump_plain, fitted_table, symbol_hints, written
 
 if TYPE_CHECKING:  # risk flags, citations and the store load with the command that uses them
     from .. import lint
+    from ..queue import Waiting
     from ..store import MemoryStore
 
 # Actions that take a record out of what agents are served: they say where it already went.
@@ -261,4 +262,51 @@ def cmd_sources(store: MemoryStore, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+QUEUE_HEADERS = ("WHY", "ID", "SCOPE", "TYPE", "TITLE")
+QUEUE_DROPPABLE = ("SCOPE", "TYPE")
+
+
+@command(
+    "queue",
+    "every record that waits on a human, and why (the app's Review tab)",
+    arg("--derived", action="store_true", help="the auto-writer's session digests too"),
+    arg("--json", action="store_true", help="[{id, scope, title, reasons: [code, ...]}]"),
+)
+def cmd_queue(store: MemoryStore, args: argparse.Namespace) -> int:
+    from ..queue import DIGEST, counts, counts_text, waiting
+
+    found = waiting(store, include_derived=True)
+    digests = sum(1 for w in found if DIGEST in w.reasons)
+    if not args.derived:
+        found = [w for w in found if DIGEST not in w.reasons]
+    if args.json:
+        dump([w.to_json() for w in found])
+        return 0
+
+    def row(w: Waiting, rid: str) -> list[str]:
+        r = w.record
+        why = ", ".join(str(reason) for reason in w.reasons)
+        return [why, visible(rid), r.scope.value, r.type.value, visible(r.title[:60])]
+
+    if found:
+        fitted_table(
+            lambda name: [row(w, name(w.record.id)) for w in found],
+            QUEUE_HEADERS,
+            sys.stdout,
+            store.known_ids,
+            QUEUE_DROPPABLE,
+        )
+    n = len(found)
+    summary = "nothing waits on a human"
+    if n:
+        verb = "waits" if n == 1 else "wait"
+        summary = f"{n} record{'s' if n != 1 else ''} {verb} on a human: " + counts_text(
+            counts(w.reasons for w in found)
+        )
+    if digests and not args.derived:
+        summary += f" ({digests} session digest(s) not listed: --derived lists them)"
+    print(summary)
     return 0

@@ -4,15 +4,38 @@ maintenance (``maintenance``: compaction, check, repair, migration), the API ove
 (``memory.MemoryStore``) and its review side (``transitions``: verify ... keep, merge).
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ..errors import StoreError
 from ..governance import Action
 from ..model import content_hash
-from .maintenance import AdoptResult, CheckReport, Problem, other_roots
 from .memory import MemoryStore, Session, WriteResult
-from .preview import PREVIEW_FROM_BYTES, check_readable, newest_records, total_bytes
-from .transitions import KeepResult, MergeResult, merged_content
 from .view import CorruptLine, FileChange, FileView
-from .writer import CompactResult
+
+if TYPE_CHECKING:
+    from .maintenance import AdoptResult, CheckReport, Problem, other_roots
+    from .preview import PREVIEW_FROM_BYTES, check_readable, newest_records, total_bytes
+    from .transitions import KeepResult, MergeResult, merged_content
+    from .writer import CompactResult
+
+# The parts a command that only reads needs none of, loaded with the first name used.
+_LATER = {
+    **dict.fromkeys(("AdoptResult", "CheckReport", "Problem", "other_roots"), "maintenance"),
+    **dict.fromkeys(
+        ("PREVIEW_FROM_BYTES", "check_readable", "newest_records", "total_bytes"), "preview"
+    ),
+    **dict.fromkeys(("KeepResult", "MergeResult", "merged_content"), "transitions"),
+    "CompactResult": "writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LATER.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "PREVIEW_FROM_BYTES",

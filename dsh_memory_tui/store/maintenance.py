@@ -399,9 +399,10 @@ def _check_team(view: FileView, repair: Repairs | None, report: CheckReport) -> 
     """What a merge without our driver leaves in a shared file (a hosted CI merges with none):
     git's conflict markers (True: the rest of the file's checks wait for their repair), and
     a record's newest revision decided two ways. ``repair`` merges the marked sides by record
-    id (``team.merge``) and appends each divergence's resolution.
+    id (``team.merge.merge``) and appends each divergence's resolution.
     """
     from .. import team  # git's side of a shared file: only a check of one loads it
+    from ..team.merge import merge
 
     path = view.path
     got = read_file(path)
@@ -420,7 +421,7 @@ def _check_team(view: FileView, repair: Repairs | None, report: CheckReport) -> 
             def merged(data: bytes) -> bytes | None:
                 if not team.conflict_marker_lines(data):
                     return None
-                return team.merge(*team.split_conflicts(data), location).data
+                return merge(*team.split_conflicts(data), location).data
 
             repair.replace(view.file, merged)
             view.refresh()

@@ -46,15 +46,19 @@ from ..model import (
 )
 from ..paths import StoreFile, StorePaths, host_cannot_open, lock_timeout
 from ..present import visible
-from . import maintenance, transitions, writer
+from . import transitions  # the reviewer's writes (small: its imports are the store's)
 from .view import FileChange, FileView
-from .writer import CompactResult, Rewrite
 
 # A session: its id and the root id (None: this workspace's rootId).
 Session = tuple[str, str | None]
 T = TypeVar("T")
 if TYPE_CHECKING:  # citations load with the first record that has some (or asks for them)
     from ..sources import Citation, Sources
+
+    # The write path and maintenance load with the first that runs: a command that only
+    # reads (`list`, `show`) needs neither.
+    from . import maintenance
+    from .writer import CompactResult, Rewrite
 
 # Citations as given to create/propose/edit: ``PATH[:START-END]`` strings or ``Citation``s.
 Cites = Iterable["str | Citation"]
@@ -344,6 +348,8 @@ class MemoryStore:
         run again if another writer got in first; it may raise ``StoreError``). ``about``:
         the only ids whose records ``build`` reads, when that is so.
         """
+        from . import writer
+
         self.check_writable(file, confirm_shared)
         return writer.write(
             self.view(file), build, clock=self.clock, migrate=self._migrate, about=about
@@ -361,6 +367,8 @@ class MemoryStore:
         nothing, and a value), stage the replacement, then take the lock for its renames
         alone (``writer.rewrite``). Returns the value and what the rewrite did.
         """
+        from . import writer
+
         self.check_writable(file, confirm_shared)
         return writer.rewrite(self.view(file), decide, clock=self.clock, migrate=self._migrate)
 
@@ -388,6 +396,8 @@ class MemoryStore:
         return self.write(view.file, build, confirm_shared=confirm_shared, about=[record_id])
 
     def _migrate(self, entry: ParsedLine, location: Location) -> Record | None:
+        from . import maintenance
+
         return maintenance.migrate_line(entry, location, self.paths)
 
     # ----------------------------------------------------------------- writing: records
@@ -715,6 +725,8 @@ class MemoryStore:
 
     def adoptable(self, file: StoreFile) -> dict[str, int]:
         """Lines of ``file`` keyed to another workspace's rootId, per rootId (``adopt``'s)."""
+        from . import maintenance
+
         view = self.view(file)
         view.refresh()
         return maintenance.other_roots(view, self.paths)
@@ -727,6 +739,8 @@ class MemoryStore:
         other one) get this workspace's rootId, in one rewrite that keeps each line, and so
         each record's history (``maintenance.adoption``). The host then shows them.
         """
+        from . import maintenance
+
         if file.scope not in (Scope.PROJECT, Scope.SHARED):
             raise StoreError(
                 ErrorCode.USAGE,
@@ -747,6 +761,8 @@ class MemoryStore:
         record the host forgot still holds its text: forgetting it here erases it. Other
         records keep their history. FORGOTTEN when its text is erased already.
         """
+        from .writer import Rewrite
+
         view, _ = self.locate(record_id)
 
         def decide(view: FileView) -> tuple[Rewrite, Record]:
@@ -825,6 +841,7 @@ class MemoryStore:
         quarantining corrupt lines, and erase the text the host's forget keeps; works on a file
         over the cap too (the only way to shrink it).
         """
+        from .writer import CompactResult, Rewrite
 
         def decide(view: FileView) -> tuple[Rewrite | None, None]:
             return (Rewrite(compact=True) if view.exists else None), None
@@ -836,12 +853,13 @@ class MemoryStore:
         """Corrupt lines, torn tails, oversized and unsafe files of every scope, and files an
         earlier version of this program wrote (``maintenance.check``).
         """
+        from . import maintenance, writer
 
         def clean(file: StoreFile) -> bool:
             """Rewrite a file with problems (compacted if oversized); True if still too big."""
 
             def decide(view: FileView) -> tuple[Rewrite | None, None]:
-                return (Rewrite(compact=view.read_only) if view.exists else None), None
+                return (writer.Rewrite(compact=view.read_only) if view.exists else None), None
 
             self.rewrite(file, decide, confirm_shared=True)
             return self.view(file).read_only

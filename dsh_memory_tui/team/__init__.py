@@ -16,23 +16,64 @@ No I/O on store files but through ``jsonl``; git is run through ``git``, never p
 
 from __future__ import annotations
 
-from .chain import broken_chains, chain_reason
-from .clones import CloneNames, short_root
-from .merge import (
-    Conflict,
-    Divergence,
-    Merged,
-    conflict_marker_lines,
-    divergences,
-    in_revision_order,
-    merge,
-    merge_file,
-    out_of_order,
-    resolve_divergence,
-    rival_id,
-    split_conflicts,
-)
-from .setup import DRIVER, SHARED_PATH, GitStatus, driver_command, install, status, uninstall
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .chain import broken_chains, chain_reason
+    from .clones import CloneNames, short_root
+    from .merge import (
+        Conflict,
+        Divergence,
+        Merged,
+        conflict_marker_lines,
+        divergences,
+        in_revision_order,
+        merge_file,
+        out_of_order,
+        resolve_divergence,
+        rival_id,
+        split_conflicts,
+    )
+    from .setup import DRIVER, SHARED_PATH, GitStatus, driver_command, install, status, uninstall
+
+# Each name from the module that holds it, loaded on first use: git's merge driver loads the
+# merge, never git, the history or the set-up (each command of the package loads its own).
+# ``team.merge`` is the module (the merge by record id is ``team.merge.merge``).
+_HOME = {
+    "broken_chains": "chain",
+    "chain_reason": "chain",
+    "CloneNames": "clones",
+    "short_root": "clones",
+    **dict.fromkeys(
+        (
+            "Conflict",
+            "Divergence",
+            "Merged",
+            "conflict_marker_lines",
+            "divergences",
+            "in_revision_order",
+            "merge_file",
+            "out_of_order",
+            "resolve_divergence",
+            "rival_id",
+            "split_conflicts",
+        ),
+        "merge",
+    ),
+    **dict.fromkeys(
+        ("DRIVER", "SHARED_PATH", "GitStatus", "driver_command", "install", "status", "uninstall"),
+        "setup",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "DRIVER",
@@ -49,7 +90,6 @@ __all__ = [
     "in_revision_order",
     "driver_command",
     "install",
-    "merge",
     "merge_file",
     "out_of_order",
     "resolve_divergence",

@@ -12,6 +12,7 @@ import pytest
 from textual.widgets import Static
 
 from dsh_memory_tui import agent_view as av
+from dsh_memory_tui import settings
 from dsh_memory_tui.app.screens.agent import NEW_SESSION, AgentScreen
 from dsh_memory_tui.app.screens.dialogs import ConfirmDialog
 from dsh_memory_tui.audit import AuditLog, served_entry
@@ -26,7 +27,7 @@ BUDGET = 2000
 
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
-    monkeypatch.setenv(av.BUDGET_ENV, str(BUDGET))
+    monkeypatch.setenv(settings.BUDGET_ENV, str(BUDGET))
     store = MemoryStore.open(tmp_path / "home", tmp_path / "ws", "alice")
     ids = [
         store.create("project", "fact", f"title {i:02d}", f"content {i} " + "v" * 300).id

@@ -39,6 +39,7 @@ PATHLIB = "memory:agent:preference:b9c48cb01720800e4ca82984fcb042d9"
 PYTEST = "memory:agent:preference:e7f137f5a11b5c7df5a6b47b57a73cab"  # alice's, user scope
 LEGACY = "memory:agent:fact:a83c546dbc4d13dcd6c93f01a9f18630"  # an agent's, no governance
 SHARED = "memory:user:convention:00633256e25fe71d4fe2c4e12b5eadad"
+ENGLISH = "memory:user:preference:e66c0e9819428e8a34c6049fa9998118"  # alice's unverified draft
 BOB = "memory:user:preference:3c19c840d9f9bacda62d2465be71c2d9"
 
 
@@ -56,17 +57,21 @@ async def test_review_queue_lists_waiting_proposals_with_a_count(fixture_home):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         keys = table_keys(app, "review")
-        assert set(keys) == {PROPOSAL, PATHLIB, PYTEST}
-        assert DECISION not in keys  # user-authored and verified: not a proposal
+        # The agent's proposals, and the drafts a person wrote and never verified (not served).
+        assert set(keys) == {PROPOSAL, PATHLIB, PYTEST, ENGLISH, SHARED}
+        assert DECISION not in keys  # user-authored and verified: nothing to decide
         # An agent's record without governance reads as derived (the host's defaults): it
         # waits only when derived records are shown too.
         assert LEGACY not in keys
-        assert "Review (3)" in screen_text(app)
+        assert "Review (5)" in screen_text(app)
+        assert "5 waiting on a human: 3 proposal · 2 draft  (D: +2 session digests)" in (
+            screen_text(app)
+        )
         await pilot.press("D")
         await wait_for(pilot, lambda: LEGACY in table_keys(app, "review"), what="derived shown")
-        derived = set(table_keys(app, "review")) - {PROPOSAL, PATHLIB, PYTEST}
+        derived = set(table_keys(app, "review")) - {PROPOSAL, PATHLIB, PYTEST, ENGLISH, SHARED}
         assert len(derived) == 2  # the legacy record and the session's auto-written digest
-        assert "Review (5)" in screen_text(app)
+        assert "Review (7)" in screen_text(app)
 
 
 async def test_second_users_records_never_appear(fixture_home):
@@ -86,7 +91,7 @@ async def test_verify_key_verifies_the_cursor_record(fixture_home):
         app.pane("review").table.move_cursor_to_key(PROPOSAL)
         await verify_with_reason(pilot, app)
         await wait_for(pilot, lambda: PROPOSAL not in table_keys(app, "review"))
-        assert "Review (2)" in screen_text(app)
+        assert "Review (4)" in screen_text(app)
     record = current(home, ws, PROPOSAL)
     assert record.governance.verification is Verification.VERIFIED
     assert record.governance.verifiedBy == "user"  # the host's actor for a human verify
@@ -455,9 +460,10 @@ async def test_filter_narrows_the_table(fixture_home):
         await pilot.press(*"ruff")
         await wait_for(pilot, lambda: table_keys(app, "review") == [PROPOSAL])
         app.pane("review").query_one(Input).value = "type:pref"
-        await wait_for(pilot, lambda: set(table_keys(app, "review")) == {PATHLIB, PYTEST})
+        prefs = {PATHLIB, PYTEST, ENGLISH}
+        await wait_for(pilot, lambda: set(table_keys(app, "review")) == prefs)
         app.pane("review").query_one(Input).value = ""
-        await wait_for(pilot, lambda: len(table_keys(app, "review")) == 3)
+        await wait_for(pilot, lambda: len(table_keys(app, "review")) == 5)
 
 
 async def test_quarantine_and_newer_schema_lines_are_reported(fixture_home):
@@ -669,7 +675,7 @@ async def test_review_count_on_the_tab_when_its_width_changes(fixture_home):
             source_refs=[SourceRef(kind="session", id="s1")],
         )
 
-    for n in range(6):  # 3 waiting in the fixture + 6 = 9
+    for n in range(4):  # 5 waiting in the fixture + 4 = 9
         propose(n)
     app = make_app(home, workspace)
     async with app.run_test(size=SIZE) as pilot:

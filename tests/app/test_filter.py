@@ -22,6 +22,7 @@ from dsh_memory_tui.model import (
     Verification,
     make_record,
 )
+from dsh_memory_tui.queue import waiting
 from dsh_memory_tui.store import MemoryStore
 
 from .helpers import (
@@ -139,7 +140,7 @@ async def test_the_table_shows_what_a_fresh_filter_shows_after_every_key(tmp_pat
 async def test_scope_filters_the_review_tab_by_whose_the_proposal_is(fixture_home):
     home, ws = fixture_home
     store = MemoryStore.open(home, ws, "alice")
-    queue = store.review_queue()
+    queue = [w.record for w in waiting(store)]  # what the Review tab lists
     assert {r.scope for r in queue} >= {Scope.PROJECT, Scope.USER}  # the fixture's mix
     app = make_app(home, ws)
     async with app.run_test(size=SIZE) as pilot:

@@ -70,9 +70,9 @@ async def test_the_review_queue_names_each_proposals_scope(tmp_path: Path) -> No
     async with app.run_test(size=SIZE) as pilot:
         await loaded(pilot, app)
         table = app.pane("review").table
-        assert [c.label for c in table.columns][3] == "Scope"
+        assert [c.label for c in table.columns][3:5] == ["Why", "Scope"]
         scopes = {
-            table.get_row(k).cells[1]: table.get_row(k).cells[3] for k in table_keys(app, "review")
+            table.get_row(k).cells[1]: table.get_row(k).cells[4] for k in table_keys(app, "review")
         }
         assert scopes == {
             "Fact 0": "project",

@@ -82,7 +82,7 @@ async def test_evidence_arriving_while_the_app_closes_is_dropped(tmp_path: Path)
     app = make_app(home, ws, user="carol")
     async with app.run_test(size=SIZE) as pilot:
         await evidence_shown(pilot, app)
-    app._evidence_arrived(True)  # noqa: SLF001  as call_from_thread runs it during the shutdown
+    app._evidence_arrived(True, {"x"})  # noqa: SLF001  as call_from_thread runs it at shutdown
     assert not app.is_running
 
 

@@ -52,13 +52,6 @@ def _prepare(site: Site) -> str:
     return rid
 
 
-class _FixedSecrets:
-    """``secrets`` as jsonl sees it, with a predictable temporary-name suffix."""
-
-    def token_hex(self, n: int) -> str:
-        return FIXED_HEX
-
-
 def _tree(root: Path) -> dict[str, tuple[bytes | str, int]]:
     """Every entry under ``root`` (or ``root`` itself): its bytes (a link: its target) and mode."""
     out: dict[str, tuple[bytes | str, int]] = {}
@@ -79,7 +72,7 @@ def _run_ops(site: Site, rid: str, plant: Callable[[], None] | None = None) -> d
     ``check(repair=True)``; returns each one's error code (None: it succeeded)."""
 
     def body() -> dict[str, Any]:
-        jsonl.secrets = _FixedSecrets()  # type: ignore[assignment]
+        jsonl.temp_suffix = lambda: FIXED_HEX  # a predictable temporary name
         if plant:
             plant()
         codes: dict[str, Any] = {}

@@ -23,7 +23,6 @@ from ...agent_view import (
     AgentView,
     Audience,
     agent_view,
-    budget_bytes,
     render_record,
 )
 from ...audit import record_receipt
@@ -31,6 +30,7 @@ from ...errors import StoreError
 from ...governance import Action
 from ...model import Record, Scope, utf8_len
 from ...present import PINNED_MARK, visible
+from ...settings import budget_bytes
 from ...store import MemoryStore
 from .modal import Modal
 

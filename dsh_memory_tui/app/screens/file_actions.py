@@ -158,7 +158,8 @@ class WholeFiles:
         self.host.run_read(read, show, failed)
 
     def audit(self) -> None:
-        from ...audit import DEFAULT_MAX_BYTES, AuditLog
+        from ...audit import AuditLog
+        from ...settings import DEFAULT_MAX_BYTES
         from .audit import AuditScreen
 
         log = AuditLog(self.host.store.paths.home, DEFAULT_MAX_BYTES)

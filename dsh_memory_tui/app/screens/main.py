@@ -60,6 +60,8 @@ from .transitions import Transitions
 if TYPE_CHECKING:
     from ..host import StoreHost
 
+# How often the tabs look for records whose expiry passed (no file changes when one does).
+EXPIRY_CHECK_S = 5.0
 PROGRESS_TICK_S = 0.5  # the status line's count of seconds while a write runs
 
 SKIPPED_LISTED = 5  # a batch's notification names this many skipped records
@@ -114,6 +116,7 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         """The tabs are up: the host shows the store in them."""
         self.tabs.follow_cursors()
+        self.set_interval(EXPIRY_CHECK_S, self.tabs.expiries_passed, name="expiries")
         if self.host.begin():
             self.tabs.current_pane.table.focus()
             self.show_status()
@@ -136,8 +139,11 @@ class MainScreen(Screen[None]):
             self.show_status()
         self.host.gather_evidence()
 
-    def evidence_changed(self) -> None:
-        self.tabs.evidence_changed()
+    def evidence_changed(self, judged: set[str]) -> None:
+        """The evidence worker's news (``judged``: records it found a secret or a broken
+        history in, or no longer)."""
+        with self.app.batch_update():
+            self.tabs.evidence_changed(judged)
 
     def shown_records(self) -> list[Record]:
         return self.tabs.shown_records()

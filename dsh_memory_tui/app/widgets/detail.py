@@ -80,10 +80,12 @@ def metadata_text(
     conflict_group: object = None,
     rivals: int = 0,
     citations: Sequence[Check] = (),
+    waits: Sequence[str] = (),
 ) -> Text:
     """The record's facts (``present.record_facts``, what ``dsh-memory show`` prints too), one
     per line, names in bold; ``root_id`` (the workspace's) reads as its name; ``citations``:
-    its citations as last checked.
+    its citations as last checked; ``waits``: why it waits on a human (``queue.reasons``, in
+    words), after its verification.
     """
     rows = record_facts(
         record,
@@ -93,6 +95,9 @@ def metadata_text(
         rivals=rivals,
         citations=citations,
     )
+    if waits:
+        at = next((n + 1 for n, (name, _) in enumerate(rows) if name == "verification"), 0)
+        rows.insert(at, ("waits", "for a human: " + ", ".join(waits)))
     out = Text()
     for n, (name, value) in enumerate(rows):
         if name == "conflict" and rivals:
@@ -214,15 +219,24 @@ class DetailPane(ScrollView):
         evidence: RecordEvidence | None = None,
         served: str | None = None,
         citations: Sequence[Check] = (),
+        waits: Sequence[str] = (),
     ) -> None:
         """Show ``record`` (``conflict_group``/``rivals``: its conflict group as the host shows
         it and its other active versions; ``now``: for expiry and use times; ``evidence``: its
         risk flags and near-duplicates; ``served``: where it went, from the audit log;
-        ``citations``: its citations as last checked).
+        ``citations``: its citations as last checked; ``waits``: why it waits on a human).
         """
         key = (record.id, record.governance.revision) if record else None
         self._evidence = evidence or RecordEvidence()
-        state = (key, conflict_group, rivals, self._evidence.key, served, tuple(citations))
+        state = (
+            key,
+            conflict_group,
+            rivals,
+            self._evidence.key,
+            served,
+            tuple(citations),
+            tuple(waits),
+        )
         if (
             key == self.shown
             and record is not None
@@ -246,8 +260,8 @@ class DetailPane(ScrollView):
         assert record is not None
         conflict_group, rivals = self._state[1], self._state[2]
         assert isinstance(rivals, int)
-        citations = self._state[5]
-        assert isinstance(citations, tuple)
+        citations, waits = self._state[5], self._state[6]
+        assert isinstance(citations, tuple) and isinstance(waits, tuple)
         meta = metadata_text(
             record,
             self.root_id,
@@ -255,6 +269,7 @@ class DetailPane(ScrollView):
             conflict_group=conflict_group,
             rivals=rivals,
             citations=citations,
+            waits=waits,
         )
         # The facts as text stand for the time-dependent part ("expires in 2 days").
         key = (
