@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 from dsh_memory_tui.store import MemoryStore
@@ -52,3 +54,12 @@ def verified(store: MemoryStore, *cites: str, title: str = "the app's lines") ->
     rid = store.create("project", "fact", title, f"{title}: content", citations=cites).id
     store.verify(rid)
     return rid
+
+
+def settled(*paths: Path) -> None:
+    """Each of ``paths`` modified an hour ago (a distinct mtime each call): a file written just
+    before its read is read again at the next check (``text.RACY_NS``), an older one is not,
+    so the tests that count reads age what they wrote."""
+    for path in paths:
+        st = os.lstat(path)  # not os.stat: tests count the checks' stats
+        os.utime(path, ns=(st.st_atime_ns, time.time_ns() - 3600 * 10**9))

@@ -52,6 +52,7 @@ from .history import GIT_COMMITS
 from .kinds import BROKEN, KINDS, Kind, State
 from .snapshots import MAX_SNAPSHOT_BYTES, MAX_SNAPSHOTS_BYTES, snapshots_dir, snapshots_size
 from .text import MAX_CITED_FILE_BYTES, cited_hash, split_lines
+from .verdicts import verdicts_path
 
 __all__ = [
     "BROKEN",
@@ -77,6 +78,7 @@ __all__ = [
     "placed",
     "report",
     "snapshots_dir",
+    "verdicts_path",
     "snapshots_size",
     "split_lines",
     "tag_for",

@@ -109,6 +109,9 @@ class Citation(NamedTuple):
         usual = _usual(spec)
         if usual is not None:
             return cls(*usual)
+        named = _usual_symbol(spec)
+        if named is not None:
+            return cls(named[0], symbol=named[1])
         spec = spec.strip()
         tag = None
         tagged = _TAGGED.match(spec)
@@ -161,18 +164,36 @@ def _usual(spec: str) -> tuple[str, int, int] | None:
     if not last.isdigit() or first[0] == "0" or last[0] == "0" or len(lines) > 19:
         return None
     start, end = int(first), int(last)
-    if (
-        start > end
-        or not path
+    if start > end or not _plain(path):
+        return None
+    return path, start, end
+
+
+def _usual_symbol(spec: str) -> tuple[str, str] | None:
+    """The usual stored symbol id, ``PATH#NAME`` with a plain relative path, as ``parse``
+    reads it (the first ``#`` of the last part), by string methods; None for anything else."""
+    slash = spec.rfind("/")
+    at = spec.find("#", slash + 1)
+    if at <= slash + 1 or spec[-1].isspace():
+        return None
+    path, name = spec[:at], spec[at + 1 :]
+    if not _plain(path) or not valid_name(name):
+        return None
+    return path, name
+
+
+def _plain(path: str) -> bool:
+    """A relative path to store as it is: printable, single ``/`` between parts, none of them
+    ``.`` or ``..``, no ``\\``, no space at either end."""
+    return not (
+        not path
         or not path.isprintable()
         or path[0] in "/ "
         or path[-1] in "/ "
         or "\\" in path
         or "//" in path
         or _DOTS & set(path.split("/"))
-    ):
-        return None
-    return path, start, end
+    )
 
 
 def _relative(path: str) -> str:

@@ -24,12 +24,15 @@ from ..model import MAX_SOURCE_REFS, Record, Scope, SourceRef, Status, Verificat
 from ..paths import workspace_root_id
 from . import history
 from .citation import FILE_KIND, Citation, bad, judged_here, tag_for
-from .kinds import BROKEN, State, kind_of
+from .kinds import BROKEN, LineRange, State, kind_of
 from .snapshots import SecretCheck, Snapshots
 from .symbol import find_elsewhere, outline_of
 from .text import FileText, StatKey, Unreadable, check_regular, read_text, stat_key
+from .verdict import Old, Verdict
+from .verdicts import Verdicts, verdict_key
 
 _UNPARSED = object()
+_OK, _MISSING = State.OK, State.MISSING  # a class attribute of an enum costs 20x a global
 
 
 class Check(NamedTuple):
@@ -92,6 +95,15 @@ class _FileState:
     text: FileText | None = None
     error: Unreadable | None = None
     checks: dict[tuple[str, object], Check] = field(default_factory=dict)
+    batch: int = 0  # the batch it was made in (0: outside one)
+
+    def trusted(self, key: StatKey | None, batch: int) -> bool:
+        """Whether this state still stands for a file whose stat is ``key`` now: the same
+        key, and not read so soon after a write that a same-size write could keep its mtime
+        (``FileText.racy``: read again, once per batch)."""
+        if key != self.key:
+            return False
+        return self.text is None or not self.text.racy or (batch != 0 and batch == self.batch)
 
 
 class _Kept(NamedTuple):
@@ -137,7 +149,8 @@ class Sources:
     """Citations in one workspace (``root_id``: its rootId, default: from its path), with
     what each cited file held when last read, kept while its size, mtime, inode and device
     stay; snapshots under ``snapshots`` (``secret``: the secret detectors, without which none
-    is kept). Not thread-safe: one per thread, or calls under the caller's lock.
+    is kept); symbol verdicts kept across processes in ``verdicts`` (``sources.verdicts``).
+    Not thread-safe: one per thread, or calls under the caller's lock.
     """
 
     def __init__(
@@ -146,12 +159,14 @@ class Sources:
         snapshots: Path | None = None,
         root_id: str | None = None,
         secret: SecretCheck | None = None,
+        verdicts: Path | None = None,
     ) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         self._top = os.fspath(self.workspace)
         self.root_id = root_id or workspace_root_id(self.workspace)
         self.snapshots = snapshots
         self.kept = Snapshots(snapshots, secret)
+        self.verdicts = Verdicts(verdicts)
         self._files: dict[str, _FileState] = {}
         self._citations: dict[str, Citation | None] = {}
         self._renames: dict[str, tuple[object, str | None]] = {}
@@ -167,8 +182,13 @@ class Sources:
         # generation still hold (``checks`` in a batch: no per-citation work at all).
         self._generation = 0
         self._restated = False  # every known path stat'ed in this batch
+        self._top_fd: int | None = None  # the workspace, open in a batch: shorter stats
         self._by_record: dict[str, _Kept] = {}
         self._holding: dict[int, tuple[object, int, list[Record]]] = {}
+        # The last ``report``: its records (held, so their ids stay theirs), the generation
+        # and its answer; and how many records' checks could not be kept (a file gone).
+        self._reported: tuple[list[Record], tuple[int, ...], int, list[RecordSources]] | None = None
+        self._unkept = 0
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -179,10 +199,17 @@ class Sources:
         self._stats, self._real_dirs = {}, {}
         self._batches += 1
         self._restated = False
+        with contextlib.suppress(OSError):  # else each stat walks the whole path
+            self._top_fd = os.open(self._top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             yield
         finally:
             self._stats = self._real_dirs = None
+            self._restated = False
+            if self._top_fd is not None:
+                os.close(self._top_fd)
+                self._top_fd = None
+            self.verdicts.flush()
 
     def citation(self, ref: SourceRef) -> Citation | None:
         """``Citation.from_ref``, parsed once per id."""
@@ -198,7 +225,10 @@ class Sources:
         if stats is not None and rel in stats:
             return stats[rel]
         try:
-            key: StatKey | None = stat_key(os.stat(os.path.join(self._top, rel)))
+            if self._top_fd is not None:
+                key: StatKey | None = stat_key(os.stat(rel, dir_fd=self._top_fd))
+            else:
+                key = stat_key(os.stat(os.path.join(self._top, rel)))
         except OSError:  # gone, or a directory on the way can no longer be searched
             key = None
         if stats is not None:
@@ -218,8 +248,9 @@ class Sources:
         """The path's state as of its stat now: kept while the key stays, else a new one."""
         key = self._stat(rel)
         state = self._files.get(rel)
-        if state is None or state.key != key:
-            state = self._replace(rel, _FileState(key))
+        batch = self._batches if self._stats is not None else 0
+        if state is None or not state.trusted(key, batch):
+            state = self._replace(rel, _FileState(key, batch=batch))
         return state
 
     def _replace(self, rel: str, state: _FileState) -> _FileState:
@@ -232,24 +263,29 @@ class Sources:
         """Every known path stat'ed once (in a batch): what changed gets a new state."""
         stats = self._stats
         assert stats is not None
-        top = os.path.join(self._top, "")
-        for rel, state in list(self._files.items()):
+        top, fd, stat = os.path.join(self._top, ""), self._top_fd, os.stat
+        batch = self._batches
+        # Only values are replaced while iterating (no key is added or removed).
+        for rel, state in self._files.items():
             key = stats.get(rel, _UNPARSED)
             if key is _UNPARSED:
                 try:
-                    st = os.stat(top + rel)
+                    st = stat(rel, dir_fd=fd) if fd is not None else stat(top + rel)
                     key = stats[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
                 except OSError:
                     key = stats[rel] = None
-            if key != state.key:
-                self._replace(rel, _FileState(key))  # type: ignore[arg-type]
+            if key == state.key and (state.text is None or not state.text.racy):
+                continue  # the usual case, without a call
+            if not state.trusted(key, batch):  # type: ignore[arg-type]
+                self._replace(rel, _FileState(key, batch=batch))  # type: ignore[arg-type]
         self._restated = True
 
     def _read(self, rel: str) -> FileText:
         """The file read now (``Unreadable`` when it cannot be); its state takes the read."""
         self.reads += 1
         text = read_text(self._top, rel, self._real_dir)
-        self._replace(rel, _FileState(text.key, text))
+        batch = self._batches if self._stats is not None else 0
+        self._replace(rel, _FileState(text.key, text, batch=batch))
         return text
 
     def _text(self, rel: str, state: _FileState) -> FileText:
@@ -293,6 +329,8 @@ class Sources:
             raise exc.error() from None
         digest, data = kind_of(citation).cite(text, citation)
         self._pending[digest] = data
+        if citation.symbol is not None:  # its first check, as of this read: no parse then
+            self._judged(text, citation, digest, lambda: data)
         return SourceRef(kind=FILE_KIND, id=citation.ref_id, contentHash=digest)
 
     def cite_all(
@@ -336,6 +374,7 @@ class Sources:
             data = pending.get(ref.contentHash) if isinstance(ref.contentHash, str) else None
             if data is not None:
                 self.kept.keep(ref.contentHash, data)  # type: ignore[arg-type]
+        self.verdicts.flush()
 
     # ----------------------------------------------------------------- checking
 
@@ -357,16 +396,39 @@ class Sources:
                 State.ELSEWHERE,
                 f"cited in another workspace ({where}): not checked here",
             )
-        state = self._state(citation.path)
+        # In a batch every known path was stat'ed once (``_restat``): its state is current.
+        state = self._files.get(citation.path) if self._restated else None
+        if state is None:
+            state = self._state(citation.path)
         if state.key is None:  # gone: where git says it went may change without a stat
             return self._judge(ref, citation, state)
         key = (ref.id, ref.contentHash)
         got = state.checks.get(key)
+        if got is not None:
+            return got
+        if citation.start is not None and citation.symbol is None:
+            got = self._lines_held(ref, citation, state)
         if got is None:
             got = self._judge(ref, citation, state)
-            if not _searched(citation, got):  # else other files may change what it finds
-                state.checks[key] = got
+            if _searched(citation, got):  # other files may change what it finds: not kept
+                return got
+        state.checks[key] = got
         return got
+
+    def _lines_held(self, ref: SourceRef, citation: Citation, state: _FileState) -> Check | None:
+        """A line range whose text hashes as cited: ``ok`` by the short way (most citations of
+        most checks); None for any other (``_judge`` says what it is)."""
+        text = state.text
+        if text is None:
+            if state.error is not None:
+                return None
+            try:
+                text = self._text(citation.path, state)
+            except Unreadable:
+                return None
+        assert citation.end is not None and citation.start is not None
+        why = LineRange.unchanged(text, citation.start, citation.end, ref.contentHash)
+        return None if why is None else Check(ref, citation, State.OK, why)
 
     def _judge(self, ref: SourceRef, citation: Citation, state: _FileState) -> Check:
         want = ref.contentHash
@@ -380,7 +442,7 @@ class Sources:
         if not isinstance(want, str) or len(want) != 71 or not want.startswith("sha256:"):
             return Check(ref, citation, State.OK, "the file is there (the ref has no hash)")
         kind = kind_of(citation)
-        verdict = kind.judge(text, citation, want, lambda: self.kept.read(want, kind.digest_of))
+        verdict = self._judged(text, citation, want, lambda: self.kept.read(want, kind.digest_of))
         if verdict.state is State.MISSING and citation.symbol is not None:
             moved = self.symbol_elsewhere(citation, want)
             if moved is not None:
@@ -389,6 +451,19 @@ class Sources:
         if verdict.now is not None or verdict.symbol is not None:
             now = citation.at(lines=verdict.now, symbol=verdict.symbol)
         return Check(ref, citation, verdict.state, verdict.why, now)
+
+    def _judged(self, text: FileText, citation: Citation, want: str, old: Old) -> Verdict:
+        """The kind's verdict on ``text``; a symbol's from the kept verdicts when this very
+        file (its sha256) was judged so before, else parsed and kept (``verdicts``)."""
+        kind = kind_of(citation)
+        if citation.symbol is None:
+            return kind.judge(text, citation, want, old)
+        key = verdict_key(text.sha, citation.path, citation.symbol, want)
+        got = self.verdicts.get(key)
+        if got is None:
+            got = kind.judge(text, citation, want, old)
+            self.verdicts.put(key, got)
+        return got
 
     def _gone(self, ref: SourceRef, citation: Citation) -> Check:
         """A cited file that is gone: ``moved`` or ``changed`` where git says it was renamed
@@ -513,23 +588,47 @@ class Sources:
                 got = self._by_record[record.id] = got._replace(generation=self._generation)
                 return got
         generation = self._generation
-        checks = self._checks_now(record)
-        paths = {c.citation.path for c in checks if c.citation is not None}
-        paths |= {c.now.path for c in checks if c.now is not None}
-        states = tuple((rel, self._files.get(rel)) for rel in paths)
-        got = _Kept.of(record, checks, generation, states)
-        if generation == self._generation and all(c.state is not State.MISSING for c in checks):
+        files, parsed, root = self._files, self._citations, self.root_id
+        checks: list[Check] = []
+        states: list[tuple[str, _FileState | None]] = []
+        broken = missing = False
+        # ``_checks_now`` and the states its checks were made from, in one loop (thousands
+        # of records a check).
+        for ref in record.governance.sourceRefs:
+            if ref.kind != FILE_KIND:
+                continue
+            known = parsed.get(ref.id, _UNPARSED)
+            citation = self.citation(ref) if known is _UNPARSED else known
+            if citation is None:
+                c = self._check(ref, None, True)
+            else:
+                assert isinstance(citation, Citation)
+                c = self._check(ref, citation, judged_here(record, citation, root))
+                states.append((citation.path, files.get(citation.path)))
+            checks.append(c)
+            if c.now is not None:
+                states.append((c.now.path, files.get(c.now.path)))
+            if c.state is not _OK and c.state in BROKEN:
+                broken = True
+                missing = missing or c.state is _MISSING
+        held = not broken or not needs_checking(record)
+        got = _Kept(record, generation, checks, held, tuple(states))
+        if generation == self._generation and not missing:
             self._by_record[record.id] = got
+        else:
+            self._unkept += 1
         return got
 
     def _checks_now(self, record: Record) -> list[Check]:
         out = []
-        root = self.root_id
+        root, parsed = self.root_id, self._citations
         for ref in record.governance.sourceRefs:
             if ref.kind == FILE_KIND:
-                citation = self.citation(ref)
-                here = citation is None or judged_here(record, citation, root)
-                out.append(self._check(ref, citation, here))
+                citation = parsed.get(ref.id, _UNPARSED)
+                if citation is _UNPARSED:
+                    citation = self.citation(ref)
+                here = citation is None or judged_here(record, citation, root)  # type: ignore[arg-type]
+                out.append(self._check(ref, citation, here))  # type: ignore[arg-type]
         return out
 
     def broken(self, record: Record) -> list[Check]:
@@ -729,27 +828,35 @@ def placed(refs: Sequence[SourceRef], scope: Scope, root_id: str) -> list[Source
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class RecordSources:
-    """A record and its citations checked now."""
+class RecordSources(NamedTuple):
+    """A record and its citations checked now (a tuple: thousands are made per check);
+    ``needs_review``: verified and active, and a citation changed or is missing."""
 
     record: Record
     checks: list[Check]
-
-    @property
-    def needs_review(self) -> bool:
-        """Verified and active, and a citation changed or is missing."""
-        return needs_checking(self.record) and any(c.broken for c in self.checks)
+    needs_review: bool
 
 
 def report(sources: Sources, records: Iterable[Record]) -> list[RecordSources]:
     """Each of ``records`` that cites a file, with its citations checked now."""
+    records = records if isinstance(records, list) else list(records)
+    out = []
     with sources.batch():
-        return [
-            RecordSources(r, sources.checks(r))
-            for r in records
-            if any(ref.kind == FILE_KIND for ref in r.governance.sourceRefs)
-        ]
+        if not sources._restated:
+            sources._restat()
+        # The same records again (the app's periodic check) with no cited file changed: the
+        # same answer, at one stat per file.
+        ids, generation, unkept = tuple(map(id, records)), sources._generation, sources._unkept
+        memo = sources._reported
+        if memo is not None and memo[2] == generation and memo[1] == ids:
+            return list(memo[3])
+        for record in records:
+            kept = sources._kept(record)
+            if kept.checks:  # one per file ref: none when it cites no file
+                out.append(RecordSources(record, kept.checks, not kept.holds))
+        if sources._generation == generation and sources._unkept == unkept:
+            sources._reported = (list(records), ids, generation, out)
+    return list(out)
 
 
 def cited_hashes(records: Iterable[Record]) -> set[str]:

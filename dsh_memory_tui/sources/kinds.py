@@ -100,11 +100,19 @@ class LineRange:
             )
         return text.digest(start, end), text.region(start, end)
 
+    @staticmethod
+    def unchanged(text: FileText, start: int, end: int, want: object) -> str | None:
+        """Why lines ``start``-``end`` hold as cited (their hash is ``want``), or None."""
+        if end <= len(text.lines) and text.digest(start, end) == want:
+            return f"lines {start}-{end} are unchanged"
+        return None
+
     def judge(self, text: FileText, citation: Citation, want: str, old: Old) -> Verdict:
         start, end = citation.start or 0, citation.end or 0
         count = len(text.lines)
-        if end <= count and text.digest(start, end) == want:
-            return Verdict(State.OK, f"lines {start}-{end} are unchanged")
+        why = self.unchanged(text, start, end, want)
+        if why is not None:
+            return Verdict(State.OK, why)
         kept = old()
         first = split_lines(kept)[0] if kept else None
         size = end - start + 1

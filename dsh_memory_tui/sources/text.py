@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,6 +22,9 @@ from .citation import bad
 MAX_CITED_FILE_BYTES = 16 * 1024 * 1024
 # A file whose first 8 KiB hold a NUL byte is binary: it can be cited whole, not by lines.
 BINARY_PROBE = 8192
+# A file modified this close to its read may change again within its mtime's granularity with
+# the same size (git's "racily clean" entries): its stat is not trusted, it is read again.
+RACY_NS = 2_000_000_000
 
 StatKey = tuple[int, int, int, int]
 T = TypeVar("T")
@@ -65,7 +69,9 @@ class FileText:
     key: StatKey
     data: bytes
     binary: bool
+    racy: bool = False  # modified within ``RACY_NS`` of the read: its stat is not trusted
     _lines: list[bytes] | None = None
+    _sha: str | None = None
     _digests: dict[tuple[int, int], str] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict)
 
@@ -74,6 +80,13 @@ class FileText:
         if self._lines is None:
             self._lines = split_lines(self.data)
         return self._lines
+
+    @property
+    def sha(self) -> str:
+        """The sha256 (hex) of the whole file as read, computed once."""
+        if self._sha is None:
+            self._sha = hashlib.sha256(self.data).hexdigest()
+        return self._sha
 
     def region(self, start: int | None, end: int | None) -> bytes:
         """The cited text of lines ``start``-``end`` (1-based, inclusive; None: every line)."""
@@ -87,7 +100,10 @@ class FileText:
         key = (start or 0, end or 0)
         got = self._digests.get(key)
         if got is None:
-            got = self._digests[key] = cited_hash(self.region(start, end))
+            lines = self._lines if self._lines is not None else self.lines
+            cited = b"\n".join(lines if start is None or end is None else lines[start - 1 : end])
+            # ``cited_hash(self.region(start, end))``, inline: thousands a check.
+            got = self._digests[key] = "sha256:" + hashlib.sha256(cited).hexdigest()
         return got
 
     def derived(self, name: str, build: Callable[[FileText], T]) -> T:
@@ -144,7 +160,8 @@ def read_text(workspace: str, rel: str, real_dir: Callable[[str], str]) -> FileT
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    return FileText(stat_key(st), data, data.find(b"\x00", 0, BINARY_PROBE) != -1)
+    racy = st.st_mtime_ns >= time.time_ns() - RACY_NS
+    return FileText(stat_key(st), data, data.find(b"\x00", 0, BINARY_PROBE) != -1, racy)
 
 
 def check_regular(rel: str, st: os.stat_result) -> None:

@@ -124,11 +124,15 @@ class MemoryStore:
         """The workspace's citations (``sources.Sources``), their snapshots under the home."""
         got = self.__dict__.get("_sources")
         if got is None:
-            from ..sources import Sources, snapshots_dir
+            from ..sources import Sources, snapshots_dir, verdicts_path
 
-            snaps = snapshots_dir(self.paths.home_memory_dir, self.paths.root_id)
+            home, root = self.paths.home_memory_dir, self.paths.root_id
             got = self.__dict__["_sources"] = Sources(
-                self.paths.workspace, snaps, self.paths.root_id, holds_secret
+                self.paths.workspace,
+                snapshots_dir(home, root),
+                root,
+                holds_secret,
+                verdicts_path(home, root),
             )
         return got
 
