@@ -16,13 +16,13 @@ import hashlib
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dsh_memory_tui.agent_view import eligible
 from dsh_memory_tui.errors import ErrorCode, StoreError
 from dsh_memory_tui.sources import Citation, State
-from dsh_memory_tui.sources.locate import locate
+from dsh_memory_tui.sources.locate import _alike, locate
 from dsh_memory_tui.store import MemoryStore
 
 TOKEN = st.integers(0, 10**9)
@@ -62,6 +62,11 @@ def _apply(
     span=st.tuples(st.floats(0, 1), st.integers(1, 6)),
     edits=st.lists(EDIT, max_size=8),
 )
+# The first cited line replaced by a new one half alike it (hex lines can be): taken for it
+# changed in place, which a diff cannot tell from a line deleted and another inserted there.
+@example(
+    tokens=[2651799, 0, 1, 2, 3, 4], span=(0.0, 2), edits=[("delete", 0.0, 0), ("insert", 0.0, 172)]
+)
 def test_reverify_cites_only_lines_holding_what_was_cited(tokens, span, edits):
     first = min(int(span[0] * len(tokens)), len(tokens) - 1)
     last = min(first + span[1], len(tokens)) - 1
@@ -99,10 +104,15 @@ def test_reverify_cites_only_lines_holding_what_was_cited(tokens, span, edits):
             shown,
             citation,
         )
-        held = [origin for _, origin in edited[citation.start - 1 : citation.end]]
-        # It begins and ends on cited lines, as they were or changed in place...
-        assert held[0].startswith(("cited", "changed")), (held, edited)
-        assert held[-1].startswith(("cited", "changed")), (held, edited)
+        taken = edited[citation.start - 1 : citation.end]
+        held = [origin for _, origin in taken]
+        # It begins and ends on cited lines, as they were or changed in place (or on a new
+        # line half alike a cited line that went: taken for it changed, as documented)...
+        gone = [t for t, o in lines if o.startswith("cited") and o not in set(held)]
+        for text, origin in (taken[0], taken[-1]):
+            assert origin.startswith(("cited", "changed")) or any(
+                _alike(g.encode(), text.encode()) for g in gone
+            ), (held, edited)
         # ...holds every cited line still there, and hashes as stored.
         assert {o for _, o in edited if o.startswith("cited")} <= set(held)
         (check,) = store.sources.checks(record)
