@@ -92,6 +92,11 @@ class Clone:
         self.git("add", "-A")
         self.git("commit", "-q", "-m", message)
 
+    def publish(self, message: str) -> None:
+        """Commit everything and push it to the origin."""
+        self.commit(message)
+        self.git("push", "-q", "origin", "HEAD")
+
     def lines(self) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.shared.read_bytes().splitlines() if x.strip()]
 
@@ -119,6 +124,28 @@ def make_team(tmp_path: Path, *, install: bool = True) -> tuple[Path, Clone, Clo
             clone.ok("git", "install")  # each clone's own: nothing to commit
         clones.append(clone)
     return origin, clones[0], clones[1]
+
+
+def verified_by_alice_pulled_by_bob(alice: Clone, bob: Clone) -> Record:
+    """A shared record Alice made and verified, published, and pulled into Bob's clone."""
+    record = alice.create("Release", "tag then push")
+    alice.store.verify(record.id, confirm_shared=True)
+    alice.publish("release")
+    bob.git("pull", "-q", "origin", "main")
+    return record
+
+
+def decided_two_ways(alice: Clone, bob: Clone, record: Record) -> Record:
+    """Bob and Alice each edit ``record`` (revision 2) and Alice pulls Bob's edit with git's
+    own merge (the driver installed): the rival version the merge kept beside hers."""
+    bob.store.edit(record.id, 2, content="tag, push, announce", confirm_shared=True)
+    bob.publish("bob's release")
+    alice.store.edit(record.id, 2, content="tag and push both remotes", confirm_shared=True)
+    alice.commit("alice's release")
+    done = alice.git("pull", "--no-rebase", "origin", "main", env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    _, [rival] = alice.store.conflict(record.id)
+    return rival
 
 
 def records_of(data: bytes) -> dict[str, dict[str, Any]]:

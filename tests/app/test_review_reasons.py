@@ -11,7 +11,7 @@ from pathlib import Path
 
 from citing import workspace
 from conftest import run_cli, run_cli_process
-from teamgit import Clone, make_team
+from teamgit import decided_two_ways, make_team, verified_by_alice_pulled_by_bob
 from test_queue import expire
 
 from dsh_memory_tui.app.app import MemoryApp
@@ -197,7 +197,7 @@ async def test_a_record_whose_expiry_passes_while_the_app_is_open_joins(
 async def test_a_teammates_unverified_shared_record_waits_as_theirs(tmp_path: Path):
     _, alice, bob = make_team(tmp_path)
     record = bob.create("Test", "pytest -q")
-    publish(bob, "test")
+    bob.publish("test")
     alice.git("pull", "-q", "origin", "main")
     assert queue_json(alice.home, alice.path) == {record.id: ["teammate"]}
     app = make_app(alice.home, alice.path, "alice")
@@ -241,24 +241,10 @@ async def test_at_80_columns_the_why_column_stays_and_origin_and_time_go(tmp_pat
 # ------------------------------------------------------------------ the team
 
 
-def publish(clone: Clone, message: str) -> None:
-    clone.commit(message)
-    clone.git("push", "-q", "origin", "HEAD")
-
-
 async def test_a_merge_that_decided_a_record_two_ways_waits_in_review_until_k(tmp_path):
     _, alice, bob = make_team(tmp_path)
-    record = alice.create("Release", "tag then push")
-    alice.store.verify(record.id, confirm_shared=True)
-    publish(alice, "release")
-    bob.git("pull", "-q", "origin", "main")
-    bob.store.edit(record.id, 2, content="tag, push, announce", confirm_shared=True)
-    publish(bob, "bob's release")
-    alice.store.edit(record.id, 2, content="tag and push both remotes", confirm_shared=True)
-    alice.commit("alice's release")
-    done = alice.git("pull", "--no-rebase", "origin", "main", env={"PATH": "/usr/bin:/bin"})
-    assert done.returncode == 0, done.stderr
-    _, [rival] = alice.store.conflict(record.id)
+    record = verified_by_alice_pulled_by_bob(alice, bob)
+    rival = decided_two_ways(alice, bob, record)
     assert queue_json(alice.home, alice.path) == {record.id: ["merge"], rival.id: ["merge"]}
     app = make_app(alice.home, alice.path, "alice")
     async with app.run_test(size=SIZE) as pilot:
