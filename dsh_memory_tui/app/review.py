@@ -215,9 +215,9 @@ class ReviewRule:
 
     def counts_line(self) -> str:
         """The tab's line of counts: "17 waiting: 2 conflict · 1 stale · 7 proposal", and
-        the digests D would add."""
+        the digests D would add (short words: the counts fit 80 columns)."""
         n = len(self._kept)
-        line = f"{n} waiting on a human" if n else "Nothing waits on a human"
+        line = f"{n} waiting" if n else "Nothing waits on a human"
         tally = self.counts()
         if tally:
             line += ": " + " · ".join(f"{k} {reason.label}" for reason, k in tally.items())

@@ -53,7 +53,7 @@ async def test_the_review_tab_lists_what_dsh_memory_queue_lists(tmp_path: Path):
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.pane("review").table.row_count == len(listed))
         assert set(table_keys(app, "review")) == set(listed)
-        assert counts_line(app).startswith(f"{len(listed)} waiting on a human: ")
+        assert counts_line(app).startswith(f"{len(listed)} waiting: ")
         with_digests = run_cli(
             demo.home, demo.workspace, "queue", "--json", "--derived", user=demo.user
         )
@@ -78,13 +78,13 @@ async def test_each_row_says_why_and_a_decision_takes_it_out_and_off_the_counts(
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.pane("review").table.row_count == 3)
         assert [why_of(app, r) for r in (proposal, stale, draft)] == ["proposal", "stale", "draft"]
-        assert counts_line(app) == "3 waiting on a human: 1 stale · 1 proposal · 1 draft"
+        assert counts_line(app) == "3 waiting: 1 stale · 1 proposal · 1 draft"
         app.pane("review").table.move_cursor_to_key(stale)
         await pilot.pause()
         assert "waits        for a human: stale" in screen_text(app)
         await pilot.press("R")  # re-verify: served again, nothing left to decide
         await wait_for(pilot, lambda: stale not in table_keys(app, "review"), what="reverified")
-        assert counts_line(app) == "2 waiting on a human: 1 proposal · 1 draft"
+        assert counts_line(app) == "2 waiting: 1 proposal · 1 draft"
     assert store.get(stale).governance.verification is Verification.VERIFIED
 
 
@@ -136,7 +136,7 @@ async def test_every_reason_of_one_store_is_a_row_saying_it_as_dsh_memory_queue_
             label = BY_CODE[codes[0]].label
             assert why_of(app, rid) == (f"{label} +{len(codes) - 1}" if codes[1:] else label)
         assert counts_line(app) == (
-            "8 waiting on a human: 2 conflict · 1 code changed · 1 expired · 1 stale"
+            "8 waiting: 2 conflict · 1 code changed · 1 expired · 1 stale"
             " · 2 proposal · 1 import · 1 draft"  # the rival proposal counts in both
         )
         # Cited code that changes while the app is open: no store file changed, yet it joins.
@@ -191,7 +191,7 @@ async def test_a_record_whose_expiry_passes_while_the_app_is_open_joins(
         assert "Review (1)" in screen_text(app)
         await goto(pilot, app, "review")
         assert table_keys(app, "review") == [rid] and why_of(app, rid) == "expired"
-        assert counts_line(app) == "1 waiting on a human: 1 expired"
+        assert counts_line(app) == "1 waiting: 1 expired"
 
 
 async def test_a_teammates_unverified_shared_record_waits_as_theirs(tmp_path: Path):
@@ -204,7 +204,7 @@ async def test_a_teammates_unverified_shared_record_waits_as_theirs(tmp_path: Pa
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: table_keys(app, "review") == [record.id])
         assert why_of(app, record.id) == "teammate"
-        assert counts_line(app) == "1 waiting on a human: 1 teammate"
+        assert counts_line(app) == "1 waiting: 1 teammate"
 
 
 async def test_a_verified_record_with_a_secret_joins_once_the_evidence_worker_finds_it(
@@ -219,7 +219,7 @@ async def test_a_verified_record_with_a_secret_joins_once_the_evidence_worker_fi
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: rid in table_keys(app, "review"), what="the secret")
         assert why_of(app, rid) == "secret"
-        assert counts_line(app) == "1 waiting on a human: 1 secret"
+        assert counts_line(app) == "1 waiting: 1 secret"
 
 
 async def test_at_80_columns_the_why_column_stays_and_origin_and_time_go(tmp_path: Path):
@@ -250,7 +250,7 @@ async def test_a_merge_that_decided_a_record_two_ways_waits_in_review_until_k(tm
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.pane("review").table.row_count == 2)
         assert why_of(app, record.id) == why_of(app, rival.id) == "merge rival"
-        assert counts_line(app) == "2 waiting on a human: 2 merge rival"
+        assert counts_line(app) == "2 waiting: 2 merge rival"
         assert "Review (2)" in screen_text(app)
         app.pane("review").table.move_cursor_to_key(record.id)
         await pilot.press("K")  # the versions side by side; enter keeps the chosen one
