@@ -64,7 +64,7 @@ async def test_review_queue_lists_waiting_proposals_with_a_count(fixture_home):
         # waits only when derived records are shown too.
         assert LEGACY not in keys
         assert "Review (5)" in screen_text(app)
-        assert "5 waiting: 3 proposal · 2 draft  (D: +2 session digests)" in (screen_text(app))
+        assert "5 waiting: 3 proposal · 2 draft  (D: +2 session digests)" in screen_text(app)
         await pilot.press("D")
         await wait_for(pilot, lambda: LEGACY in table_keys(app, "review"), what="derived shown")
         derived = set(table_keys(app, "review")) - {PROPOSAL, PATHLIB, PYTEST, ENGLISH, SHARED}
