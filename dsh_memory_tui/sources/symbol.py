@@ -89,8 +89,8 @@ class SymbolKind:
         if found is not None:
             a, b = found.lines
             if found.name == name:
-                return Verdict(State.OK, f"unchanged (lines {a}-{b})")
-            why = f"unchanged, now {found.name} (lines {a}-{b})"
+                return Verdict(State.OK, f"unchanged, at lines {a}-{b}")
+            why = f"unchanged, now {found.name} at lines {a}-{b}"
             return Verdict(State.MOVED, why, found.lines, found.name)
         if got.broken:
             return Verdict(
@@ -99,7 +99,7 @@ class SymbolKind:
         now = got.named(name)
         if len(now) == 1:
             a, b = now[0].lines
-            return Verdict(State.CHANGED, f"its text changed (now lines {a}-{b})")
+            return Verdict(State.CHANGED, f"its text changed, now at lines {a}-{b}")
         if now:
             return Verdict(State.CHANGED, f"{len(now)} definitions are named {name} now")
         return Verdict(State.MISSING, f"{path} no longer defines {name}")

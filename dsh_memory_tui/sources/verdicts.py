@@ -24,8 +24,9 @@ from ..errors import StoreError
 from .verdict import State, Verdict
 
 # Bump when what a symbol's verdict is made of changes (the normalization, the outline's rules,
-# the grammars): every kept verdict is then judged again. The package's version is in it too.
-VERSION = f"1/{__version__}"
+# the grammars, its words): every kept verdict is then judged again. The package's version is
+# in it too.
+VERSION = f"2/{__version__}"
 MAX_VERDICTS = 20_000
 _STATES = {state.value: state for state in State}
 _FILE_BYTES = 8 * 1024 * 1024  # a kept file past this is not read (it is rebuilt)
