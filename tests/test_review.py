@@ -80,7 +80,7 @@ def test_the_review_rule_keeps_each_records_reasons_and_counts_them(alice_store:
     tally = rule.counts()
     assert sum(tally.values()) >= len(listed) and tally[PROPOSAL_REASON] >= 1
     line = rule.counts_line()
-    assert line.startswith(f"{len(listed)} waiting on a human: ")
+    assert line.startswith(f"{len(listed)} waiting: ")
     # A verify takes it out: asked again of the changed record, the counts follow.
     before = tally[PROPOSAL_REASON]
     alice_store.verify(PROPOSAL)
