@@ -22,6 +22,7 @@ from ..governance import Action, forgotten_error, is_erased, keep_refusal, refus
 from ..lint import FLAG_KINDS
 from ..model import Origin, Record, RecordType, Scope, Status, Verification
 from ..present import MARKER_HELP, SHORT_ORIGIN
+from ..queue import REASONS
 from .citations import REREVIEW_FLAG
 
 # (code, one line): a StoreError's code, or UNAVAILABLE for the app's own reasons.
@@ -264,7 +265,9 @@ def _cites_a_file(records: Sequence[Record], here: Here) -> Refusal | None:
 # (``panes.RecordFilter``), its placeholder and its help line are all made from these, in this
 # order (the placeholder shows what fits its width).
 FILTER_FLAGS = ("pinned", "stale", "expired", REREVIEW_FLAG)
-FILTER_FIELDS = ("flag", "conflict", "type", "status", "origin", "verification", "scope", "tag")
+FILTER_FIELDS = (
+    "flag", "conflict", "type", "status", "origin", "verification", "scope", "tag", "why",
+)  # fmt: skip
 FIELD_VALUES: dict[str, tuple[str, ...]] = {
     "type": tuple(t.value for t in RecordType),
     "status": tuple(s.value for s in Status),
@@ -272,6 +275,7 @@ FIELD_VALUES: dict[str, tuple[str, ...]] = {
     "origin": tuple(o.value for o in Origin) + tuple(SHORT_ORIGIN.values()),
     "flag": (*FLAG_KINDS, "any"),
     "scope": tuple(s.value for s in Scope),
+    "why": tuple(reason.code for reason in REASONS),  # what waits on a human, and why
 }
 FILTER_WORDS = ("words", *FILTER_FLAGS, *(f"{name}:" for name in FILTER_FIELDS))
 

@@ -17,6 +17,7 @@ from textual.widgets import Static
 from ..lint import Flag, kinds
 from ..model import Record, Scope, Status, Verification, now_ms
 from ..present import SHORT_ORIGIN, expired_at, markers, when
+from ..queue import Reason
 from .actions import FIELD_VALUES, FILTER_FIELDS, FILTER_FLAGS, filter_hint
 from .citations import REREVIEW_FLAG
 from .evidence import Evidence
@@ -159,6 +160,10 @@ class RecordFilter:
     def asks_flags(self) -> bool:
         return any(name == "flag" for name, _ in self.fields)
 
+    @property
+    def asks_why(self) -> bool:
+        return any(name == "why" for name, _ in self.fields)
+
     def narrows(self, other: RecordFilter) -> bool:
         """True when every record this filter matches ``other`` matches too: each of its
         words is inside one of ours, its flags are ours, and each of its fields is ours with
@@ -166,7 +171,7 @@ class RecordFilter:
         of a filter narrows it; so the pane tests only what it showed."""
         if not set(other.flags) <= set(self.flags):
             return False
-        if REREVIEW_FLAG in self.flags:
+        if REREVIEW_FLAG in self.flags or self.asks_why:
             return False  # cited code changes without a record changing: test them all
         if "expired" in self.flags and self.now != other.now:
             return False  # time passed: what expired since was not among what it showed
@@ -186,10 +191,12 @@ class RecordFilter:
         text: str | None = None,
         flags: Sequence[Flag] = (),
         rereview: Callable[[str], bool] = lambda rid: False,
+        why: Sequence[Reason] = (),
     ) -> bool:
         """``conflict``: the record's open conflict group, if it is in one; ``text``: its
         ``searched_text``, when the caller keeps it; ``flags``: its risk flags (``flag:``);
-        ``rereview``: whether a record's cited code changed."""
+        ``rereview``: whether a record's cited code changed; ``why``: the reasons it waits on
+        a human (``why:``, by the reason's code)."""
         g = r.governance
         for flag in self.flags:
             if flag == "pinned":
@@ -203,7 +210,10 @@ class RecordFilter:
             if not ok:
                 return False
         for name, values in self.fields:
-            if not any(_field_matches(r, name, value, conflict, flags) for value in values):
+            if name == "why":
+                if not any(reason.code.startswith(v) for reason in why for v in values):
+                    return False
+            elif not any(_field_matches(r, name, value, conflict, flags) for value in values):
                 return False
         if self.words:
             hay = searched_text(r) if text is None else text
@@ -556,7 +566,8 @@ class RecordPane(Vertical):
         # The record's open conflict group only matters to a "conflict:" field.
         conflict = self.conflict_of(record.id) if self.filter.asks_conflict else None
         flags = self.evidence.flags(record) if self.filter.asks_flags else ()
-        return self.filter.matches(record, conflict, text, flags, self.rereview)
+        why = self.queue.of(record) if self.queue is not None and self.filter.asks_why else ()
+        return self.filter.matches(record, conflict, text, flags, self.rereview, why)
 
     def apply(self, records: Iterable[Record]) -> list[str]:
         """Incremental update with changed records; returns the ids that newly appeared."""

@@ -144,6 +144,18 @@ async def test_every_reason_of_one_store_is_a_row_saying_it_as_dsh_memory_queue_
         await wait_for(pilot, lambda: later in table_keys(app, "review"), what="the change")
         assert why_of(app, later) == "code changed"
         assert "2 code changed" in counts_line(app)
+        # why: keeps the rows waiting for that reason, as the CLI names it (by prefix).
+        await pilot.press("slash", *"why:code")
+        await wait_for(
+            pilot, lambda: set(table_keys(app, "review")) == {cited, later}, what="why:code"
+        )
+        await pilot.press(*["backspace"] * 4, *"conflict")
+        conflicted = {rid for rid, codes in expected.items() if "conflict" in codes}
+        await wait_for(
+            pilot, lambda: set(table_keys(app, "review")) == conflicted, what="why:conflict"
+        )
+        await pilot.press(*["backspace"] * 8, *"bogus")
+        await wait_for(pilot, lambda: "no such why 'bogus'" in screen_text(app), what="said")
     assert set(queue_json(home, ws)) == set(expected) | {later}
 
 
