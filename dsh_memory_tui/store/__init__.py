@@ -4,11 +4,11 @@ maintenance (``maintenance``: compaction, check, repair, migration), the API ove
 (``memory.MemoryStore``) and its review side (``transitions``: verify ... keep, merge).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import StoreError
 from ..governance import Action
+from ..lazy import from_submodules
 from ..model import content_hash
 from .memory import MemoryStore, Session, WriteResult
 from .view import CorruptLine, FileChange, FileView
@@ -30,11 +30,7 @@ _LATER = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _LATER.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = from_submodules(__name__, _LATER)
 
 
 __all__ = [

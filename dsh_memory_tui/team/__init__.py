@@ -16,8 +16,9 @@ No I/O on store files but through ``jsonl``; git is run through ``git``, never p
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import from_submodules
 
 if TYPE_CHECKING:
     from .chain import broken_chains, chain_reason
@@ -68,11 +69,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = from_submodules(__name__, _HOME)
 
 
 __all__ = [
