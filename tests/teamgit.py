@@ -92,10 +92,11 @@ class Clone:
         self.git("add", "-A")
         self.git("commit", "-q", "-m", message)
 
-    def publish(self, message: str) -> None:
-        """Commit everything and push it to the origin."""
+    def publish(self, message: str) -> str:
+        """Commit everything and push it to the origin: the commit's sha."""
         self.commit(message)
         self.git("push", "-q", "origin", "HEAD")
+        return self.git("rev-parse", "HEAD").stdout.strip()
 
     def lines(self) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.shared.read_bytes().splitlines() if x.strip()]

@@ -16,15 +16,10 @@ from dsh_memory_tui.model import Record, Scope, content_hash
 DRIVER_ENV = {"PATH": "/usr/bin:/bin"}  # git without our venv on its PATH
 
 
-def publish(clone: Clone, message: str) -> None:
-    clone.commit(message)
-    clone.git("push", "-q", "origin", "HEAD")
-
-
 def start(alice: Clone, bob: Clone, title: str, content: str) -> Record:
     """Alice's first shared record, published; Bob pulls it."""
     record = alice.create(title, content)
-    publish(alice, title.lower())
+    alice.publish(title.lower())
     bob.git("pull", "-q", "origin", "main")
     return record
 
@@ -120,7 +115,7 @@ def test_a_pull_merges_both_clones_records(tmp_path):
     record = start(alice, bob, "Build", "make build")
     bob.store.verify(record.id, confirm_shared=True)
     bob.create("Test", "pytest -q")
-    publish(bob, "bob's review")
+    bob.publish("bob's review")
     alice.create("Lint", "ruff check")
     alice.commit("lint")
     done = alice.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
@@ -134,7 +129,7 @@ def test_pull_rebase_replays_through_the_driver(tmp_path):
     _, alice, bob = make_team(tmp_path)
     start(alice, bob, "Build", "make build")
     alice.create("Lint", "ruff check")
-    publish(alice, "lint")
+    alice.publish("lint")
     bob.create("Test", "pytest -q")
     bob.commit("test")
     bob.create("Docs", "mkdocs build")
@@ -166,7 +161,7 @@ def test_a_forget_against_an_edit_merges_to_the_forget(tmp_path):
     _, alice, bob = make_team(tmp_path)
     record = start(alice, bob, "Token", "staging token abc123")
     bob.store.edit(record.id, 1, content="staging token def456", confirm_shared=True)
-    publish(bob, "rotate")
+    bob.publish("rotate")
     alice.store.forget(record.id, confirm_shared=True)
     alice.commit("forget the token")
     done = alice.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
@@ -180,7 +175,7 @@ def test_one_revision_decided_two_ways_is_left_for_k(tmp_path):
     _, alice, bob = make_team(tmp_path)
     record = start(alice, bob, "Release", "tag then push")
     bob.store.edit(record.id, 1, content="tag, push, announce", confirm_shared=True)
-    publish(bob, "bob's release")
+    bob.publish("bob's release")
     alice.store.edit(record.id, 1, content="tag and push both remotes", confirm_shared=True)
     alice.commit("alice's release")
     done = alice.git("pull", "--no-rebase", "origin", "main", env=DRIVER_ENV)
@@ -198,10 +193,10 @@ def test_a_compaction_on_one_branch_does_not_make_a_later_merge_conflict(tmp_pat
     store = alice.store
     for revision, content in enumerate(["make all", "make -j8", "make -j16"], 1):
         store.edit(record.id, revision, content=content, confirm_shared=True)
-    publish(alice, "build")
+    alice.publish("build")
     bob.git("pull", "-q", "origin", "main")
     bob.create("Test", "pytest -q")
-    publish(bob, "test")
+    bob.publish("test")
     alice.store.compact(alice.store.paths.shared_file(), confirm_shared=True)
     alice.store.verify(record.id, confirm_shared=True)
     alice.commit("compact")
@@ -229,10 +224,10 @@ def test_an_8_mib_side_merges(tmp_path):
                 ).encode()
                 + b"\n"
             )
-    publish(alice, "big")
+    alice.publish("big")
     bob.git("pull", "-q", "origin", "main")
     bob.create("Test", "pytest -q")
-    publish(bob, "test")
+    bob.publish("test")
     alice.create("Lint", "ruff")
     alice.commit("lint")
     done = alice.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
@@ -246,7 +241,7 @@ def test_without_the_driver_check_finds_the_conflict_markers_and_repairs_them(tm
     _, alice, bob = make_team(tmp_path, install=False)
     start(alice, bob, "Build", "make build")
     bob.create("Test", "pytest -q")
-    publish(bob, "test")
+    bob.publish("test")
     alice.create("Lint", "ruff")
     alice.commit("lint")
     merged = alice.git("pull", "-q", "--no-rebase", "origin", "main", check=False)
@@ -282,7 +277,7 @@ def test_check_finds_one_revision_decided_two_ways_and_repairs_it(tmp_path):
 def test_a_team_scope_is_shown_to_a_clone_made_later(tmp_path):
     origin, alice, _ = make_team(tmp_path)
     alice.create("Build", "make build")
-    publish(alice, "build")
+    alice.publish("build")
     late = tmp_path / "third" / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(late))
     carol = Clone(late, tmp_path / "home-carol", "Carol")
@@ -292,7 +287,7 @@ def test_a_team_scope_is_shown_to_a_clone_made_later(tmp_path):
 def test_two_branches_that_each_created_the_file_merge_by_record_id(tmp_path):
     _, alice, bob = make_team(tmp_path)  # the base has .gitattributes but no shared file
     alice.create("Build", "make build")
-    publish(alice, "alice starts the team memory")
+    alice.publish("alice starts the team memory")
     bob.create("Test", "pytest -q")
     bob.commit("bob starts it too")
     done = bob.git("pull", "-q", "--no-rebase", "origin", "main", env=DRIVER_ENV)
@@ -317,7 +312,7 @@ def test_the_docs_order_of_steps_works_from_two_fresh_clones(tmp_path):
     _, alice, bob = make_team(tmp_path, install=False)
     alice.ok("git", "install")
     alice.create("Build", "make build")
-    publish(alice, "build")
+    alice.publish("build")
     bob.ok("git", "install")  # before the pull, as docs/team.md says
     done = bob.git("pull", "-q", "--no-rebase", "origin", "main", check=False)
     assert done.returncode == 0, done.stderr

@@ -17,12 +17,6 @@ from dsh_memory_tui.model import Record, Scope, content_hash
 from dsh_memory_tui.team.chain import broken_chains, chain_reason
 
 
-def publish(clone: Clone, message: str) -> str:
-    clone.commit(message)
-    clone.git("push", "-q", "origin", "HEAD")
-    return clone.git("rev-parse", "HEAD").stdout.strip()
-
-
 def pull(clone: Clone) -> None:
     done = clone.git("pull", "-q", "--no-rebase", "origin", "main", check=False)
     assert done.returncode == 0, done.stderr
@@ -54,7 +48,7 @@ def team_with_record(tmp_path: Path) -> tuple[Clone, Clone, Record]:
     _, alice, bob = make_team(tmp_path)
     record = alice.create("Deploy", "run make deploy")
     alice.store.reject(record.id, confirm_shared=True)
-    publish(alice, "deploy, rejected")
+    alice.publish("deploy, rejected")
     pull(bob)
     return alice, bob, record
 
@@ -73,7 +67,7 @@ def test_a_rejected_record_raised_to_revision_99_verified_is_withheld_with_why(t
             "verifiedBy": "user",
         },
     )
-    sha = publish(bob, "tidy memory")
+    sha = bob.publish("tidy memory")
     pull(alice)
     assert alice.store.get(record.id).governance.verification.value == "verified"
     assert record.id not in served_ids(alice)  # both programs read it verified: not served
@@ -87,7 +81,7 @@ def test_a_rejected_record_raised_to_revision_99_verified_is_withheld_with_why(t
 def test_a_record_added_already_verified_is_withheld(tmp_path):
     _, alice, bob = make_team(tmp_path)
     alice.create("Build", "make build")
-    publish(alice, "build")  # the file's first version: the baseline
+    alice.publish("build")  # the file's first version: the baseline
     pull(bob)
     real = bob.create("Lint", "ruff check")
     line = json.loads(real.to_line())
@@ -98,7 +92,7 @@ def test_a_record_added_already_verified_is_withheld(tmp_path):
     )
     with bob.shared.open("a") as f:
         f.write(json.dumps(line) + "\n")
-    publish(bob, "lint")
+    bob.publish("lint")
     pull(alice)
     assert "memory:forged" not in served_ids(alice)
     assert chain_reason(
@@ -111,7 +105,7 @@ def test_a_record_added_already_verified_is_withheld(tmp_path):
 def test_a_verification_that_names_no_one_is_withheld(tmp_path):
     _, alice, bob = make_team(tmp_path)
     record = alice.create("Deploy", "run make deploy")
-    publish(alice, "deploy")
+    alice.publish("deploy")
     pull(bob)
     forge(
         bob,
@@ -124,7 +118,7 @@ def test_a_verification_that_names_no_one_is_withheld(tmp_path):
             "verifiedBy": None,
         },
     )
-    publish(bob, "verify by hand")
+    bob.publish("verify by hand")
     pull(alice)
     assert chain_reason(alice.store.paths, record.id).startswith(
         "revision 1 -> 2: verified without naming who verified it"
@@ -134,14 +128,14 @@ def test_a_verification_that_names_no_one_is_withheld(tmp_path):
 def test_a_record_of_this_clones_rootid_written_by_another_author_is_caught(tmp_path):
     _, alice, bob = make_team(tmp_path)
     alice.create("Build", "make build")
-    publish(alice, "build")
+    alice.publish("build")
     pull(bob)
     spoof = json.loads(bob.create("Deploy", "push to prod").to_line())
     bob.git("checkout", "--", ".")  # undo the tool's line: write one by hand instead
     spoof.update(id="memory:spoof", scopeKey=alice.root_id)  # no "written by" mark for Alice
     with bob.shared.open("a") as f:
         f.write(json.dumps(spoof) + "\n")
-    publish(bob, "deploy")
+    bob.publish("deploy")
     pull(alice)
     assert chain_reason(alice.store.paths, "memory:spoof").startswith(
         "a record of this clone's rootId added by another author, in commit"
@@ -161,7 +155,7 @@ def test_accepting_here_serves_it_again_and_a_later_forgery_breaks_it_again(tmp_
             "verifiedBy": "user",
         },
     )
-    publish(bob, "forged")
+    bob.publish("forged")
     pull(alice)
     done = alice.cli("check", "--repair", "--accept", record.id[:12])
     assert done.returncode == 1 and "error[REASON_REQUIRED]" in done.stderr
@@ -182,7 +176,7 @@ def test_accepting_here_serves_it_again_and_a_later_forgery_breaks_it_again(tmp_
         updatedAt=record.updatedAt + 20,
         governance={"revision": 6},
     )
-    publish(bob, "worse")
+    bob.publish("worse")
     pull(alice)
     assert chain_reason(alice.store.paths, record.id).startswith(
         "revision 5 -> 6: its text changed while verified"
@@ -192,7 +186,7 @@ def test_accepting_here_serves_it_again_and_a_later_forgery_breaks_it_again(tmp_
 def test_verifying_a_broken_record_here_accepts_it(tmp_path):
     _, alice, bob = make_team(tmp_path)
     record = alice.create("Deploy", "run make deploy")
-    publish(alice, "deploy")
+    alice.publish("deploy")
     pull(bob)
     forge(
         bob,
@@ -201,7 +195,7 @@ def test_verifying_a_broken_record_here_accepts_it(tmp_path):
         updatedAt=record.updatedAt + 5,
         governance={"revision": 4},
     )  # unverified, but three revisions at once
-    publish(bob, "edit by hand")
+    bob.publish("edit by hand")
     pull(alice)
     assert chain_reason(alice.store.paths, record.id) == (
         f"revision 1 -> 4 in one line, in commit {bob.git('rev-parse', 'HEAD').stdout[:12]} by Bob"
@@ -215,7 +209,7 @@ def test_the_tools_own_writes_and_merges_never_break_a_chain(tmp_path):
     _, alice, bob = make_team(tmp_path)
     a = alice.create("Deploy", "run make deploy")
     b = alice.create("Lint", "ruff check")
-    publish(alice, "two")
+    alice.publish("two")
     pull(bob)
     bob.store.verify(a.id, confirm_shared=True)
     bob.store.apply("pin", a.id, confirm_shared=True)
@@ -223,13 +217,13 @@ def test_the_tools_own_writes_and_merges_never_break_a_chain(tmp_path):
     bob.store.verify(b.id, confirm_shared=True)
     c = bob.create("Test", "pytest -q")
     bob.store.reject(c.id, confirm_shared=True)
-    publish(bob, "bob reviews")
+    bob.publish("bob reviews")
     alice.store.reject(b.id, confirm_shared=True)  # decided two ways: a merge resolves it
     alice.store.forget(a.id, confirm_shared=True)
     alice.commit("alice")
     pull(alice)
     alice.store.compact(alice.store.file_for(Scope.SHARED), confirm_shared=True)
-    publish(alice, "merged and compacted")
+    alice.publish("merged and compacted")
     pull(bob)
     for clone in (alice, bob):
         assert broken_chains(clone.store.paths) == {}
@@ -246,6 +240,6 @@ def test_two_forged_lines_of_one_revision_do_not_vouch_for_each_other(tmp_path):
     }
     forge(bob, record.id, updatedAt=record.updatedAt + 10, governance=gov)
     forge(bob, record.id, updatedAt=record.updatedAt + 11, useCount=3, governance=gov)
-    publish(bob, "forged twice")
+    bob.publish("forged twice")
     pull(alice)
     assert chain_reason(alice.store.paths, record.id).startswith("revision 2 -> 9 in one line")
